@@ -1,0 +1,31 @@
+#pragma once
+// What the CPU we run on can do, probed once (CPUID + XGETBV on x86, getauxval on Arm).
+
+#include <string>
+
+namespace dq4 {
+
+struct CpuFeatures {
+  // x86 (each flag is only set when the OS also saves the register state it needs)
+  bool avx2 = false;
+  bool fma = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512_vnni = false;
+  bool avx_vnni = false;
+  bool avx512_bf16 = false;
+  // Arm
+  bool neon = false;
+  bool neon_dotprod = false;
+  bool neon_i8mm = false;
+  bool neon_bf16 = false;
+
+  // Space-separated list of the flags that are set, e.g. "avx2 fma avx512f ...".
+  std::string to_string() const;
+};
+
+// The features of this machine, probed on first call.
+const CpuFeatures& cpu_features();
+
+}  // namespace dq4

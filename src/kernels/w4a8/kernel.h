@@ -1,0 +1,37 @@
+#pragma once
+// The descriptor every W4A8 variant fills in (one per ISA file), and the quantized-activation
+// buffers its functions share. Kernels never allocate or start threads: matmul() splits the work
+// into row ranges x panel ranges and calls `run` on each.
+
+#include <cstdint>
+
+#include "dq4/cpu_features.h"
+#include "layout.h"
+
+namespace dq4::w4a8 {
+
+// Activations quantized per row (qai8dx), in natural k order, each row zero-padded to kp.
+struct QuantizedLhs {
+  int8_t* q = nullptr;  // [m, kp]
+  int64_t ldq = 0;      // = kp
+  float* recip = nullptr;   // [m] (rmax - rmin) / 255 as KleidiAI computes it (1 / mul)
+  int32_t* zp = nullptr;    // [m] nudged zero point
+  int32_t* asum = nullptr;  // [m, groups] sum of q over each group (channelwise: over K)
+  int64_t groups = 0;
+};
+
+struct Kernel {
+  const char* name;
+  const char* needs;  // the CPU features it needs, for error messages
+  int64_t nr;            // panel width of its packed layout
+  bool (*supported)(const CpuFeatures&);
+  // Quantizes rows [m0, m1) of x (row stride ldx). Returns the index of the first row holding a
+  // non-finite value, or -1.
+  int64_t (*quantize)(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layout& layout,
+                      const QuantizedLhs& lhs);
+  // y[m0..m1) x [columns of panels p0..p1) = clamp(epilogue(lhs . packed)).
+  void (*run)(const Layout& layout, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0,
+              int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi);
+};
+
+}  // namespace dq4::w4a8

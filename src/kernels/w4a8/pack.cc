@@ -1,0 +1,209 @@
+// Validation of checkpoint weights and packing into the layout of layout.h.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "dq4/error.h"
+#include "dq4/thread_pool.h"
+#include "dq4/w4a8.h"
+#include "half.h"
+#include "kernel.h"
+#include "layout.h"
+
+namespace dq4::w4a8 {
+namespace {
+
+std::string where(const char* field, int64_t row, int64_t col) {
+  return std::string(field) + "[" + std::to_string(row) + "][" + std::to_string(col) + "]";
+}
+
+void check_aligned(const void* p, size_t alignment, const char* field) {
+  if (reinterpret_cast<uintptr_t>(p) % alignment != 0)
+    throw Error(std::string("w4a8::pack: ") + field + " is not aligned to " +
+                std::to_string(alignment) + " bytes");
+}
+
+// Returns the normalised group size: 0 for channelwise.
+int64_t validate(const WeightSource& s) {
+  if (s.n <= 0) throw Error("w4a8::pack: n must be positive, got " + std::to_string(s.n));
+  if (s.k <= 0) throw Error("w4a8::pack: k must be positive, got " + std::to_string(s.k));
+  if (s.k > kMaxK)
+    throw Error("w4a8::pack: k " + std::to_string(s.k) + " exceeds the supported maximum " +
+                std::to_string(kMaxK));
+  if (s.group_size < 0)
+    throw Error("w4a8::pack: group_size must be >= 0, got " + std::to_string(s.group_size));
+  const int64_t group = s.group_size == s.k ? 0 : s.group_size;
+  if (group != 0 && group % 32 != 0)
+    throw Error("w4a8::pack: group_size " + std::to_string(group) +
+                " is not a multiple of 32 (nor equal to k " + std::to_string(s.k) + ")");
+  if (group > s.k)
+    throw Error("w4a8::pack: group_size " + std::to_string(group) + " exceeds k " +
+                std::to_string(s.k) + "; use channelwise (group_size 0)");
+  if ((s.values == nullptr) == (s.packed == nullptr))
+    throw Error("w4a8::pack: give exactly one of values (int8) or packed (int32) weights");
+  if (s.scales == nullptr) throw Error("w4a8::pack: scales is null");
+  check_aligned(s.packed, alignof(int32_t), "packed");
+  check_aligned(s.scales, s.scale_type == ScaleType::f32 ? 4 : 2, "scales");
+  check_aligned(s.bias, alignof(float), "bias");
+  return group;
+}
+
+float read_scale(const WeightSource& s, int64_t index) {
+  switch (s.scale_type) {
+    case ScaleType::f32:
+      return static_cast<const float*>(s.scales)[index];
+    case ScaleType::bf16:
+      return bits_to_f32(uint32_t{static_cast<const uint16_t*>(s.scales)[index]} << 16);
+    case ScaleType::f16:
+      return f16_to_f32(static_cast<const uint16_t*>(s.scales)[index]);
+  }
+  return 0;
+}
+
+// Per-byte u = q + 8 of 8 int8 values without carries between bytes; valid iff every u <= 15.
+inline uint64_t offset_nibbles(uint64_t x) {
+  return ((x & 0x7f7f7f7f7f7f7f7full) + 0x0808080808080808ull) ^ (x & 0x8080808080808080ull);
+}
+
+// Byte i of the result holds nibble i | nibble (i + 4) << 4 of `word` (nibble i = u(k + i)).
+inline uint32_t interleave_word(uint32_t word) {
+  auto spread = [](uint32_t x) {
+    return (x & 0xfu) | ((x & 0xf0u) << 4) | ((x & 0xf00u) << 8) | ((x & 0xf000u) << 12);
+  };
+  return spread(word & 0xffffu) | (spread(word >> 16) << 4);
+}
+
+// Sum of the eight nibbles of a packed step dword, minus 8 x 8: the sum of q over the step.
+inline int32_t step_sum(uint32_t dword) {
+  const uint32_t pairs = (dword & 0x0f0f0f0fu) + ((dword >> 4) & 0x0f0f0f0fu);
+  return static_cast<int32_t>((pairs * 0x01010101u) >> 24) - 64;
+}
+
+// The packed dword for column n, k0..k0+7 (k0 a multiple of 8).
+uint32_t source_step(const WeightSource& s, int64_t n, int64_t k0) {
+  if (s.values != nullptr) {
+    const int8_t* row = s.values + n * s.k;
+    if (k0 + 8 <= s.k) {
+      uint64_t x;
+      std::memcpy(&x, row + k0, 8);
+      const uint64_t u = offset_nibbles(x);
+      if ((u & 0xf0f0f0f0f0f0f0f0ull) != 0) {
+        for (int64_t i = 0; i < 8; ++i)
+          if (row[k0 + i] < -8 || row[k0 + i] > 7)
+            throw Error("w4a8::pack: " + where("values", n, k0 + i) + " = " +
+                        std::to_string(row[k0 + i]) + " is outside the int4 range [-8, 7]");
+      }
+      return static_cast<uint32_t>(u) | (static_cast<uint32_t>(u >> 32) << 4);
+    }
+    uint32_t word = 0;
+    for (int64_t i = 0; i < 8; ++i) {
+      int32_t q = 0;
+      if (k0 + i < s.k) {
+        q = row[k0 + i];
+        if (q < -8 || q > 7)
+          throw Error("w4a8::pack: " + where("values", n, k0 + i) + " = " + std::to_string(q) +
+                      " is outside the int4 range [-8, 7]");
+      }
+      word |= static_cast<uint32_t>(q + 8) << (4 * i);
+    }
+    return interleave_word(word);
+  }
+  const int64_t words = (s.k + 7) / 8;
+  if (k0 >= s.k) return 0x88888888u;
+  uint32_t word = static_cast<uint32_t>(s.packed[n * words + k0 / 8]);
+  const int64_t valid = std::min<int64_t>(8, s.k - k0);
+  if (valid < 8) {  // the file pads with nibble 0 (q = -8): replace by q = 0
+    const uint32_t keep = (uint32_t{1} << (4 * valid)) - 1;
+    word = (word & keep) | (0x88888888u & ~keep);
+  }
+  return interleave_word(word);
+}
+
+void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t c, int64_t n) {
+  int64_t column_sum = 0;
+  float row_sum = 0.0f;  // KleidiAI's R_n (groupwise)
+  const int64_t groups_in_scales = l.channelwise ? 1 : l.groups;
+  for (int64_t g = 0; g < l.groups; ++g) {
+    uint8_t* group_data = panel + g * l.group_stride;
+    const int64_t steps = l.group_steps(g);
+    float scale = 0;
+    if (!l.channelwise) {
+      scale = read_scale(s, n * groups_in_scales + g);
+      if (!std::isfinite(scale))
+        throw Error("w4a8::pack: " + where("scales", n, g) + " is not finite");
+      const uint16_t bf16 = f32_to_bf16(scale);
+      scale = bits_to_f32(uint32_t{bf16} << 16);
+      if (!std::isfinite(scale))
+        throw Error("w4a8::pack: " + where("scales", n, g) + " overflows bf16");
+      std::memcpy(group_data + steps * l.step_bytes + c * 2, &bf16, 2);
+    }
+    int32_t chunk_sums[4] = {0, 0, 0, 0};
+    for (int64_t step = 0; step < steps; ++step) {
+      const int64_t k0 = l.group_begin(g) + step * 8;
+      const uint32_t dword = source_step(s, n, k0);
+      std::memcpy(group_data + step * l.step_bytes + c * 4, &dword, 4);
+      const int32_t sum = step_sum(dword);
+      column_sum += sum;
+      chunk_sums[step % 4] = sum;
+      if (step % 4 == 3 && !l.channelwise) {
+        // KleidiAI sums each 32-k chunk as {k..k+7, k+16..k+23} then {k+8..k+15, k+24..k+31}.
+        row_sum = row_sum + static_cast<float>(chunk_sums[0] + chunk_sums[2]) * scale;
+        row_sum = row_sum + static_cast<float>(chunk_sums[1] + chunk_sums[3]) * scale;
+      }
+    }
+  }
+  const float bias = s.bias != nullptr ? s.bias[n] : 0.0f;
+  if (!std::isfinite(bias))
+    throw Error("w4a8::pack: bias[" + std::to_string(n) + "] is not finite");
+  PanelView view = panel_view(panel, l, 0);
+  auto put = [&](const void* field, const void* value) {
+    std::memcpy(const_cast<void*>(field), value, 4);
+  };
+  if (l.channelwise) {
+    const float scale = read_scale(s, n);
+    if (!std::isfinite(scale)) throw Error("w4a8::pack: " + where("scales", n, 0) + " is not finite");
+    const int32_t sum = static_cast<int32_t>(column_sum);
+    put(view.scales() + c, &scale);
+    put(view.column_sums() + c, &sum);
+    put(view.cw_bias() + c, &bias);
+  } else {
+    put(view.row_sums() + c, &row_sum);
+    put(view.gw_bias() + c, &bias);
+  }
+}
+
+void fill_padding_column(const Layout& l, uint8_t* panel, int64_t c) {
+  for (int64_t g = 0; g < l.groups; ++g)
+    for (int64_t step = 0; step < l.group_steps(g); ++step)
+      std::memset(panel + g * l.group_stride + step * l.step_bytes + c * 4, 0x88, 4);
+}
+
+}  // namespace
+
+PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool) {
+  const int64_t group = validate(source);
+  const Layout l = make_layout(source.n, source.k, group, kernel.nr);
+  PackedWeights out;
+  out.data_ = AlignedBuffer(static_cast<size_t>(l.panels * l.panel_bytes));
+  out.kernel_ = &kernel;
+  out.n_ = source.n;
+  out.k_ = source.k;
+  out.group_size_ = group;
+  uint8_t* base = out.data_.data();
+  ThreadPool& threads = pool != nullptr ? *pool : ThreadPool::global();
+  threads.run(l.panels, [&](int64_t p) {
+    uint8_t* panel = base + p * l.panel_bytes;
+    for (int64_t c = 0; c < l.nr; ++c) {
+      const int64_t n = p * l.nr + c;
+      if (n < l.n)
+        pack_column(source, l, panel, c, n);
+      else
+        fill_padding_column(l, panel, c);
+    }
+  });
+  return out;
+}
+
+}  // namespace dq4::w4a8

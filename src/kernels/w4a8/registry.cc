@@ -1,0 +1,77 @@
+// The table of W4A8 kernels compiled into this build and the runtime choice among them.
+
+#include <cstdlib>
+#include <string>
+
+#include "dq4/error.h"
+#include "dq4/w4a8.h"
+#include "kernel.h"
+
+namespace dq4::w4a8 {
+
+extern const Kernel kReferenceKernel;
+#if defined(__x86_64__)
+extern const Kernel kAvx2Kernel;
+extern const Kernel kAvxVnniKernel;
+extern const Kernel kAvx512VnniKernel;
+#elif defined(__aarch64__)
+extern const Kernel kNeonKernel;
+extern const Kernel kNeonDotprodKernel;
+extern const Kernel kNeonI8mmKernel;
+#endif
+
+std::vector<const Kernel*> compiled_kernels() {
+  return {
+      &kReferenceKernel,
+#if defined(__x86_64__)
+      &kAvx2Kernel,     &kAvxVnniKernel,     &kAvx512VnniKernel,
+#elif defined(__aarch64__)
+      &kNeonKernel,     &kNeonDotprodKernel, &kNeonI8mmKernel,
+#endif
+  };
+}
+
+const Kernel* find_kernel(std::string_view name) {
+  for (const Kernel* kernel : compiled_kernels())
+    if (name == kernel->name) return kernel;
+  return nullptr;
+}
+
+std::string_view kernel_name(const Kernel& kernel) { return kernel.name; }
+
+bool kernel_supported(const Kernel& kernel, std::string* why) {
+  if (kernel.supported(cpu_features())) return true;
+  if (why != nullptr)
+    *why = std::string("kernel '") + kernel.name + "' needs " + kernel.needs +
+           ", which this CPU lacks (it has: " + cpu_features().to_string() + ")";
+  return false;
+}
+
+const Kernel& select_kernel(std::string_view isa_override) {
+  if (!isa_override.empty()) {
+    const Kernel* kernel = find_kernel(isa_override);
+    if (kernel == nullptr) {
+      std::string names;
+      for (const Kernel* k : compiled_kernels()) names += std::string(names.empty() ? "" : ", ") + k->name;
+      throw Error("DQ4_ISA='" + std::string(isa_override) +
+                  "' names no kernel of this build (available: " + names + ")");
+    }
+    std::string why;
+    if (!kernel_supported(*kernel, &why)) throw Error("DQ4_ISA: " + why);
+    return *kernel;
+  }
+  const auto kernels = compiled_kernels();
+  for (auto it = kernels.rbegin(); it != kernels.rend(); ++it)
+    if ((*it)->supported(cpu_features())) return **it;
+  return *kernels.front();
+}
+
+const Kernel& default_kernel() {
+  static const Kernel& chosen = [] {
+    const char* env = std::getenv("DQ4_ISA");
+    return std::ref(select_kernel(env != nullptr ? env : ""));
+  }();
+  return chosen;
+}
+
+}  // namespace dq4::w4a8

@@ -1,0 +1,23 @@
+// W4A8 on AVX2 + FMA (no VNNI): PMADDUBSW on (u8 nibble, s8 activation) pairs cannot saturate
+// (|15 * 128 * 2| = 3840, two planes summed 7680 < 32767), then PMADDWD by ones to int32.
+
+#include "x86_ymm_w4a8.h"
+
+namespace dq4::w4a8 {
+namespace {
+
+struct Avx2Dot {
+  static __m256i step(__m256i acc, __m256i lo, __m256i a_lo, __m256i hi, __m256i a_hi) {
+    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_maddubs_epi16(hi, a_hi));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
+};
+
+bool supported(const CpuFeatures& f) { return f.avx2 && f.fma; }
+
+}  // namespace
+
+extern const Kernel kAvx2Kernel = {"avx2", "avx2+fma", ymm::kNr, supported, ymm::quantize,
+                                   ymm::run<Avx2Dot>};
+
+}  // namespace dq4::w4a8

@@ -1,0 +1,215 @@
+#pragma once
+// The 256-bit W4A8 kernel shared by the AVX2 and AVX-VNNI variants; each includes this header in
+// its own translation unit (compiled with its own -m flags) and supplies the 4-byte dot step:
+//   Dot::step(acc, lo, a_lo, hi, a_hi) = acc + sum over 4-byte lanes of lo*a_lo + hi*a_hi
+// where lo/hi are u8 nibble planes (values 0..15) and a_lo/a_hi broadcast s8 activations.
+// Panels are 16 columns (2 ymm per step of 8 k).
+
+#include <immintrin.h>
+
+#include <cfloat>
+#include <cstring>
+
+#include "kernel.h"
+#include "qai8dx.h"
+
+namespace dq4::w4a8 {
+// Internal linkage on purpose: each ISA translation unit gets its own copy, compiled with its own
+// target flags, so the linker can never hand one variant's code to the other.
+namespace {
+namespace ymm {
+
+constexpr int kNr = 16;
+constexpr int kVectors = kNr / 8;
+
+inline __m256 round_half_away(__m256 v) {
+  const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 sign_bit = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN));
+  const __m256 abs_frac = _mm256_andnot_ps(sign_bit, _mm256_sub_ps(v, t));  // exact
+  const __m256 up = _mm256_cmp_ps(abs_frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(v, sign_bit));
+  return _mm256_add_ps(t, _mm256_and_ps(up, one));
+}
+
+inline int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layout& l,
+                        const QuantizedLhs& lhs) {
+  const __m256 sign_bit = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN));
+  const __m256 finite_limit = _mm256_set1_ps(FLT_MAX);
+  for (int64_t m = m0; m < m1; ++m) {
+    const float* row = x + m * ldx;
+    __m256 vmin = _mm256_set1_ps(FLT_MAX), vmax = _mm256_set1_ps(-FLT_MAX);
+    __m256 non_finite = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= l.k; k += 8) {
+      const __m256 v = _mm256_loadu_ps(row + k);
+      non_finite = _mm256_or_ps(non_finite,
+                                _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, v), finite_limit, _CMP_NLE_UQ));
+      vmin = _mm256_min_ps(vmin, v);
+      vmax = _mm256_max_ps(vmax, v);
+    }
+    if (_mm256_movemask_ps(non_finite) != 0) return m;
+    float lanes_min[8], lanes_max[8];
+    _mm256_storeu_ps(lanes_min, vmin);
+    _mm256_storeu_ps(lanes_max, vmax);
+    float row_min = FLT_MAX, row_max = -FLT_MAX;
+    for (int i = 0; i < 8; ++i) {
+      row_min = lanes_min[i] < row_min ? lanes_min[i] : row_min;
+      row_max = lanes_max[i] > row_max ? lanes_max[i] : row_max;
+    }
+    for (; k < l.k; ++k) {
+      if (!(row[k] >= -FLT_MAX && row[k] <= FLT_MAX)) return m;
+      row_min = row[k] < row_min ? row[k] : row_min;
+      row_max = row[k] > row_max ? row[k] : row_max;
+    }
+    const RowQuantParams p = row_quant_params(row_min, row_max);
+    const __m256 mul = _mm256_set1_ps(p.mul);
+    const __m256i zp = _mm256_set1_epi32(p.zp);
+    const __m256i qmin = _mm256_set1_epi32(-128), qmax = _mm256_set1_epi32(127);
+    int8_t* q = lhs.q + m * lhs.ldq;
+    for (int64_t g = 0; g < l.groups; ++g) {
+      const int64_t end = l.group_end(g);
+      __m256i sum = _mm256_setzero_si256();
+      int64_t kk = l.group_begin(g);
+      for (; kk + 8 <= end; kk += 8) {
+        const __m256 v = _mm256_loadu_ps(row + kk);
+        __m256i qi = _mm256_add_epi32(_mm256_cvtps_epi32(round_half_away(_mm256_mul_ps(v, mul))), zp);
+        qi = _mm256_min_epi32(_mm256_max_epi32(qi, qmin), qmax);
+        sum = _mm256_add_epi32(sum, qi);
+        const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(q + kk), _mm_packs_epi16(q16, q16));
+      }
+      int32_t lanes[8];
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), sum);
+      int32_t total = 0;
+      for (int i = 0; i < 8; ++i) total += lanes[i];
+      for (; kk < end; ++kk) {
+        q[kk] = quantize_value(row[kk], p);
+        total += q[kk];
+      }
+      lhs.asum[m * lhs.groups + g] = total;
+    }
+    std::memset(q + l.k, 0, static_cast<size_t>(l.kp - l.k));
+    lhs.recip[m] = p.recip;
+    lhs.zp[m] = p.zp;
+  }
+  return -1;
+}
+
+inline int32_t load_dword(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+template <class Dot, int MR>
+inline void dot_steps(const uint8_t* w, int64_t steps, const int8_t* const* q, int64_t k0,
+                      __m256i (&acc)[MR][kVectors]) {
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
+    __m256i lo[kVectors], hi[kVectors];
+    for (int j = 0; j < kVectors; ++j) {
+      const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
+      lo[j] = _mm256_and_si256(raw, low_mask);
+      hi[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+    }
+    const int64_t k = k0 + s * 8;
+    for (int r = 0; r < MR; ++r) {
+      const __m256i a_lo = _mm256_set1_epi32(load_dword(q[r] + k));
+      const __m256i a_hi = _mm256_set1_epi32(load_dword(q[r] + k + 4));
+      for (int j = 0; j < kVectors; ++j) acc[r][j] = Dot::step(acc[r][j], lo[j], a_lo, hi[j], a_hi);
+    }
+  }
+}
+
+inline __m256 clamp(__m256 y, __m256 lo, __m256 hi) {
+  return _mm256_min_ps(_mm256_max_ps(y, lo), hi);  // (y > lo ? y : lo), then (y < hi ? y : hi)
+}
+
+inline __m256 load_bf16(const uint16_t* p) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+}
+
+template <class Dot, int MR>
+void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, float* y,
+          int64_t ldy, int64_t n0, float lo, float hi) {
+  const int8_t* q[MR];
+  for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
+  __m256 out[MR][kVectors];
+  if (l.channelwise) {
+    __m256i acc[MR][kVectors] = {};
+    dot_steps<Dot, MR>(panel.group_data(0), l.full_group_steps, q, 0, acc);
+    for (int r = 0; r < MR; ++r) {
+      const __m256i offset = _mm256_set1_epi32(8 * lhs.asum[(m + r) * lhs.groups]);
+      const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
+      const __m256 recip = _mm256_set1_ps(lhs.recip[m + r]);
+      for (int j = 0; j < kVectors; ++j) {
+        const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
+        const __m256i u = _mm256_sub_epi32(_mm256_sub_epi32(acc[r][j], offset), _mm256_mullo_epi32(zp, sums));
+        const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j), recip);
+        out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
+                                  _mm256_loadu_ps(panel.cw_bias() + 8 * j));
+      }
+    }
+  } else {
+    __m256 facc[MR][kVectors];
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < kVectors; ++j) facc[r][j] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < l.groups; ++g) {
+      __m256i acc[MR][kVectors] = {};
+      dot_steps<Dot, MR>(panel.group_data(g), l.group_steps(g), q, l.group_begin(g), acc);
+      __m256 d[kVectors];
+      for (int j = 0; j < kVectors; ++j) d[j] = load_bf16(panel.group_scales(g) + 8 * j);
+      for (int r = 0; r < MR; ++r) {
+        const __m256i offset = _mm256_set1_epi32(8 * lhs.asum[(m + r) * lhs.groups + g]);
+        for (int j = 0; j < kVectors; ++j)
+          facc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][j], offset)), d[j],
+                                       facc[r][j]);
+      }
+    }
+    for (int r = 0; r < MR; ++r) {
+      const __m256 neg_zp = _mm256_set1_ps(static_cast<float>(-lhs.zp[m + r]));
+      const __m256 recip = _mm256_set1_ps(lhs.recip[m + r]);
+      for (int j = 0; j < kVectors; ++j) {
+        const __m256 acc = _mm256_fmadd_ps(_mm256_loadu_ps(panel.row_sums() + 8 * j), neg_zp, facc[r][j]);
+        out[r][j] = _mm256_add_ps(_mm256_mul_ps(acc, recip), _mm256_loadu_ps(panel.gw_bias() + 8 * j));
+      }
+    }
+  }
+  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  const int64_t valid = l.n - n0;
+  for (int r = 0; r < MR; ++r) {
+    float* dst = y + (m + r) * ldy + n0;
+    for (int j = 0; j < kVectors; ++j) {
+      const __m256 v = clamp(out[r][j], vlo, vhi);
+      if (valid >= 8 * (j + 1)) {
+        _mm256_storeu_ps(dst + 8 * j, v);
+      } else if (valid > 8 * j) {
+        float lanes[8];
+        _mm256_storeu_ps(lanes, v);
+        std::memcpy(dst + 8 * j, lanes, static_cast<size_t>(valid - 8 * j) * 4);
+      }
+    }
+  }
+}
+
+template <class Dot>
+void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
+         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+  for (int64_t p = p0; p < p1; ++p) {
+    const PanelView panel = panel_view(packed, l, p);
+    const int64_t n0 = p * kNr;
+    int64_t m = m0;
+    for (; m + 4 <= m1; m += 4) tile<Dot, 4>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+    switch (m1 - m) {
+      case 3: tile<Dot, 3>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
+      case 2: tile<Dot, 2>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
+      case 1: tile<Dot, 1>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace ymm
+}  // namespace
+}  // namespace dq4::w4a8

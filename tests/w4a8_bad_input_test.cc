@@ -1,0 +1,167 @@
+// Bad input gives a dq4::Error whose message names the field and the value; never UB.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dq4/error.h"
+#include "dq4/w4a8.h"
+
+namespace dq4::test {
+namespace {
+
+void expect_error(const std::function<void()>& f, const std::string& fragment) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error mentioning '" << fragment << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
+        << "message '" << e.what() << "' does not mention '" << fragment << "'";
+  }
+}
+
+struct Weights {
+  int64_t n = 4, k = 64;
+  std::vector<int8_t> values = std::vector<int8_t>(256, 1);
+  std::vector<float> scales = std::vector<float>(8, 0.5f);
+  w4a8::WeightSource source() {
+    w4a8::WeightSource s;
+    s.n = n;
+    s.k = k;
+    s.values = values.data();
+    s.scales = scales.data();
+    return s;
+  }
+};
+
+TEST(W4A8BadInput, Sizes) {
+  Weights w;
+  auto s = w.source();
+  s.n = 0;
+  expect_error([&] { w4a8::pack(s); }, "n must be positive, got 0");
+  s = w.source();
+  s.k = -3;
+  expect_error([&] { w4a8::pack(s); }, "k must be positive, got -3");
+  s = w.source();
+  s.k = (int64_t{1} << 20) + 1;
+  expect_error([&] { w4a8::pack(s); }, "k 1048577 exceeds");
+}
+
+TEST(W4A8BadInput, GroupSizes) {
+  Weights w;
+  auto s = w.source();
+  s.group_size = 48;
+  expect_error([&] { w4a8::pack(s); }, "group_size 48 is not a multiple of 32");
+  s.group_size = 128;
+  expect_error([&] { w4a8::pack(s); }, "group_size 128 exceeds k 64");
+  s.group_size = -32;
+  expect_error([&] { w4a8::pack(s); }, "group_size must be >= 0, got -32");
+}
+
+TEST(W4A8BadInput, ValuesOutsideInt4) {
+  Weights w;
+  w.values[1 * 64 + 37] = 9;
+  expect_error([&] { w4a8::pack(w.source()); }, "values[1][37] = 9 is outside the int4 range");
+  Weights tail;  // also in a partial last step (k % 8 != 0)
+  tail.k = 61;
+  tail.values[2 * 61 + 60] = -9;
+  expect_error([&] { w4a8::pack(tail.source()); }, "values[2][60] = -9");
+}
+
+TEST(W4A8BadInput, NullAndBothWeightBuffers) {
+  Weights w;
+  auto s = w.source();
+  s.values = nullptr;
+  expect_error([&] { w4a8::pack(s); }, "give exactly one of values");
+  std::vector<int32_t> words(32);
+  s = w.source();
+  s.packed = words.data();
+  expect_error([&] { w4a8::pack(s); }, "give exactly one of values");
+  s = w.source();
+  s.scales = nullptr;
+  expect_error([&] { w4a8::pack(s); }, "scales is null");
+}
+
+TEST(W4A8BadInput, MisalignedBuffers) {
+  Weights w;
+  std::vector<float> storage(16, 0.5f);
+  auto s = w.source();
+  s.scales = reinterpret_cast<const uint8_t*>(storage.data()) + 1;
+  expect_error([&] { w4a8::pack(s); }, "scales is not aligned to 4 bytes");
+  std::vector<int32_t> words(40);
+  s = w.source();
+  s.values = nullptr;
+  s.packed = reinterpret_cast<const int32_t*>(reinterpret_cast<const uint8_t*>(words.data()) + 2);
+  expect_error([&] { w4a8::pack(s); }, "packed is not aligned to 4 bytes");
+}
+
+TEST(W4A8BadInput, NonFiniteScalesAndBias) {
+  Weights w;
+  w.scales[2] = NAN;
+  expect_error([&] { w4a8::pack(w.source()); }, "scales[2][0] is not finite");
+  Weights g;
+  g.scales[3] = 3.4e38f;  // finite in f32, overflows when rounded to bf16
+  auto s = g.source();
+  s.group_size = 32;
+  expect_error([&] { w4a8::pack(s); }, "scales[1][1] overflows bf16");
+  Weights b;
+  std::vector<float> bias = {0, 1, INFINITY, 0};
+  s = b.source();
+  s.bias = bias.data();
+  expect_error([&] { w4a8::pack(s); }, "bias[2] is not finite");
+}
+
+TEST(W4A8BadInput, MatmulArguments) {
+  Weights w;
+  const auto packed = w4a8::pack(w.source());
+  std::vector<float> x(4 * 64, 1.0f), y(4 * 4);
+  w4a8::MatmulArgs a;
+  a.m = 2;
+  a.x = x.data();
+  a.ldx = 64;
+  a.y = y.data();
+  a.ldy = 4;
+  auto with = [&](auto change) {
+    w4a8::MatmulArgs b = a;
+    change(b);
+    return [&, b] { w4a8::matmul(packed, b); };
+  };
+  expect_error(with([](auto& b) { b.m = 0; }), "m must be positive, got 0");
+  expect_error(with([](auto& b) { b.x = nullptr; }), "x is null");
+  expect_error(with([](auto& b) { b.y = nullptr; }), "y is null");
+  expect_error(with([](auto& b) { b.ldx = 63; }), "ldx 63 is smaller than k 64");
+  expect_error(with([](auto& b) { b.ldy = 3; }), "ldy 3 is smaller than n 4");
+  expect_error(with([&](auto& b) { b.x = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(x.data()) + 1); }),
+               "x is not aligned");
+  expect_error(with([](auto& b) { b.min = 1; b.max = 0; }), "clamp range");
+  expect_error(with([](auto& b) { b.min = NAN; }), "clamp range");
+  x[64 + 5] = NAN;
+  expect_error(with([](auto&) {}), "activation row 1 holds a NaN or infinite value");
+  x[64 + 5] = -INFINITY;
+  expect_error(with([](auto&) {}), "activation row 1");
+  w4a8::PackedWeights empty;
+  expect_error([&] { w4a8::matmul(empty, a); }, "weights are empty");
+}
+
+TEST(W4A8BadInput, EveryKernelRejectsNonFiniteActivations) {
+  Weights w;
+  std::vector<float> x(3 * 64, 0.25f), y(3 * 4);
+  x[2 * 64 + 63] = NAN;  // the last element: the tail path of every vector loop
+  for (const w4a8::Kernel* kernel : w4a8::compiled_kernels()) {
+    if (!w4a8::kernel_supported(*kernel)) continue;
+    const auto packed = w4a8::pack(w.source(), *kernel);
+    w4a8::MatmulArgs a;
+    a.m = 3;
+    a.x = x.data();
+    a.ldx = 64;
+    a.y = y.data();
+    a.ldy = 4;
+    expect_error([&] { w4a8::matmul(packed, a); }, "activation row 2");
+  }
+}
+
+}  // namespace
+}  // namespace dq4::test
