@@ -16,6 +16,9 @@ namespace {
 
 constexpr int kNr = 64;
 constexpr int kVectors = kNr / 16;
+// Decode streams weights from DRAM once: prefetching this far ahead keeps enough lines in flight
+// for one core to approach the memory bandwidth. Prefill re-reads panels from L2 and skips it.
+constexpr int kPrefetchBytes = 4096;
 
 // ---- activation quantization --------------------------------------------------------------
 
@@ -81,45 +84,60 @@ inline int32_t load_dword(const int8_t* p) {
   return v;
 }
 
-// Integer dot products of MR rows with the 64 columns over `steps` steps of 8 k starting at k0.
-// With one row the two nibble planes use separate accumulators to hide VPDPBUSD latency.
-template <int MR>
-inline void dot_steps(const uint8_t* w, int64_t steps, const int8_t* const* q, int64_t k0,
-                      __m512i (&acc)[MR][kVectors]) {
+// Integer dot products start[r] + sum(a * u) of MR rows with the 64 columns over `steps` steps of
+// 8 k from k0, handed to finish(r, j, sums of columns 16j..16j+15) while still in registers. The accumulators live only inside this loop so that they stay in
+// registers; with one row the two nibble planes get separate accumulators to hide VPDPBUSD latency.
+template <int MR, bool kStream, class Finish>
+__attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
+                                                     const int8_t* const* q, int64_t k0,
+                                                     const int32_t* start, Finish&& finish) {
   const __m512i low_mask = _mm512_set1_epi8(0x0f);
-  constexpr bool kSplit = MR == 1;
-  __m512i acc_hi[kSplit ? kVectors : 1];
-  if constexpr (kSplit)
-    for (int j = 0; j < kVectors; ++j) acc_hi[j] = _mm512_setzero_si512();
+  constexpr int kPlanes = MR == 1 ? 2 : 1;
+  __m512i acc[kPlanes][MR][kVectors];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < kVectors; ++j) {
+      acc[0][r][j] = _mm512_set1_epi32(start[r]);
+      if constexpr (kPlanes == 2) acc[1][r][j] = _mm512_setzero_si512();
+    }
   for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
     __m512i lo[kVectors], hi[kVectors];
+#pragma GCC unroll 4
     for (int j = 0; j < kVectors; ++j) {
+      if constexpr (kStream)
+        _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + 64 * j), _MM_HINT_T0);
       const __m512i raw = _mm512_load_si512(w + 64 * j);
       lo[j] = _mm512_and_si512(raw, low_mask);
       hi[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
     }
     const int64_t k = k0 + s * 8;
+#pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       const __m512i a_lo = _mm512_set1_epi32(load_dword(q[r] + k));
       const __m512i a_hi = _mm512_set1_epi32(load_dword(q[r] + k + 4));
+#pragma GCC unroll 4
       for (int j = 0; j < kVectors; ++j) {
-        acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], lo[j], a_lo);
-        if constexpr (kSplit)
-          acc_hi[j] = _mm512_dpbusd_epi32(acc_hi[j], hi[j], a_hi);
-        else
-          acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], hi[j], a_hi);
+        acc[0][r][j] = _mm512_dpbusd_epi32(acc[0][r][j], lo[j], a_lo);
+        acc[kPlanes - 1][r][j] = _mm512_dpbusd_epi32(acc[kPlanes - 1][r][j], hi[j], a_hi);
       }
     }
   }
-  if constexpr (kSplit)
-    for (int j = 0; j < kVectors; ++j) acc[0][j] = _mm512_add_epi32(acc[0][j], acc_hi[j]);
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int j = 0; j < kVectors; ++j) {
+      __m512i sum = acc[0][r][j];
+      if constexpr (kPlanes == 2) sum = _mm512_add_epi32(sum, acc[1][r][j]);
+      finish(r, j, sum);
+    }
 }
 
 inline __m512 clamp(__m512 y, __m512 lo, __m512 hi) {
   return _mm512_min_ps(_mm512_max_ps(y, lo), hi);  // (y > lo ? y : lo), then (y < hi ? y : hi)
 }
 
-template <int MR>
+template <int MR, bool kStream>
 void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m,
           float* y, int64_t ldy, int64_t n0, float lo, float hi) {
   const int8_t* q[MR];
@@ -128,46 +146,46 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
   const int64_t valid = l.n - n0;
   __m512 out[MR][kVectors];
   if (l.channelwise) {
-    __m512i acc[MR][kVectors] = {};
-    dot_steps<MR>(panel.group_data(0), l.full_group_steps, q, 0, acc);
+    alignas(64) int32_t acc[MR][kNr];
+    int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
+    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
+    dot_steps<MR, kStream>(panel.group_data(0), l.full_group_steps, q, 0, start,
+                           [&](int r, int j, __m512i sum) { _mm512_store_si512(acc[r] + 16 * j, sum); });
     for (int r = 0; r < MR; ++r) {
-      const __m512i offset = _mm512_set1_epi32(8 * lhs.asum[(m + r) * lhs.groups]);
       const __m512i zp = _mm512_set1_epi32(lhs.zp[m + r]);
       const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
       for (int j = 0; j < kVectors; ++j) {
         const __m512i sums = _mm512_loadu_si512(panel.column_sums() + 16 * j);
-        const __m512i u = _mm512_sub_epi32(_mm512_sub_epi32(acc[r][j], offset),
-                                           _mm512_mullo_epi32(zp, sums));
+        const __m512i u = _mm512_sub_epi32(_mm512_load_si512(acc[r] + 16 * j), _mm512_mullo_epi32(zp, sums));
         const __m512 sp = _mm512_mul_ps(_mm512_loadu_ps(panel.scales() + 16 * j), recip);
         out[r][j] = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(u), sp),
                                   _mm512_loadu_ps(panel.cw_bias() + 16 * j));
       }
     }
   } else {
-    __m512 facc[MR][kVectors];
-    for (int r = 0; r < MR; ++r)
-      for (int j = 0; j < kVectors; ++j) facc[r][j] = _mm512_setzero_ps();
+    // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
+    // integer accumulators of the hot loop.
+    alignas(64) float facc[MR][kNr] = {};
     for (int64_t g = 0; g < l.groups; ++g) {
-      __m512i acc[MR][kVectors] = {};
-      dot_steps<MR>(panel.group_data(g), l.group_steps(g), q, l.group_begin(g), acc);
+      int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
+      for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
       const uint16_t* scales = panel.group_scales(g);
-      __m512 d[kVectors];
-      for (int j = 0; j < kVectors; ++j)
-        d[j] = _mm512_castsi512_ps(_mm512_slli_epi32(
-            _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16 * j))), 16));
-      for (int r = 0; r < MR; ++r) {
-        const __m512i offset = _mm512_set1_epi32(8 * lhs.asum[(m + r) * lhs.groups + g]);
-        for (int j = 0; j < kVectors; ++j)
-          facc[r][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][j], offset)), d[j],
-                                       facc[r][j]);
-      }
+      dot_steps<MR, kStream>(
+          panel.group_data(g), l.group_steps(g), q, l.group_begin(g), start,
+          [&](int r, int j, __m512i block) {
+            const __m512 d = _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16 * j))), 16));
+            _mm512_store_ps(facc[r] + 16 * j,
+                            _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), d, _mm512_load_ps(facc[r] + 16 * j)));
+          });
     }
     for (int r = 0; r < MR; ++r) {
       const __m512 neg_zp = _mm512_set1_ps(static_cast<float>(-lhs.zp[m + r]));
       const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
       for (int j = 0; j < kVectors; ++j) {
-        const __m512 acc = _mm512_fmadd_ps(_mm512_loadu_ps(panel.row_sums() + 16 * j), neg_zp, facc[r][j]);
-        out[r][j] = _mm512_add_ps(_mm512_mul_ps(acc, recip), _mm512_loadu_ps(panel.gw_bias() + 16 * j));
+        const __m512 acc_final =
+            _mm512_fmadd_ps(_mm512_loadu_ps(panel.row_sums() + 16 * j), neg_zp, _mm512_load_ps(facc[r] + 16 * j));
+        out[r][j] = _mm512_add_ps(_mm512_mul_ps(acc_final, recip), _mm512_loadu_ps(panel.gw_bias() + 16 * j));
       }
     }
   }
@@ -188,12 +206,21 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
-    int64_t m = m0;
-    for (; m + 4 <= m1; m += 4) tile<4>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+    if (m1 - m0 <= 4) {  // decode: one pass over the weights streamed from memory
+      switch (m1 - m0) {
+        case 4: tile<4, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+        case 3: tile<3, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+        case 2: tile<2, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+        default: tile<1, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+      }
+      continue;
+    }
+    int64_t m = m0;  // prefill: row tiles re-read the panel from L2
+    for (; m + 4 <= m1; m += 4) tile<4, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
     switch (m1 - m) {
-      case 3: tile<3>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 2: tile<2>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 1: tile<1>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
+      case 3: tile<3, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
+      case 2: tile<2, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
+      case 1: tile<1, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
       default: break;
     }
   }

@@ -1,0 +1,19 @@
+# Cross build for aarch64 Linux with Debian's g++-aarch64-linux-gnu; tests run under qemu-user.
+#   cmake -S . -B build-arm -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DDQ4_BUILD_TOOLS=OFF
+# The target's libraries live in the multiarch sysroot /usr/aarch64-linux-gnu, which qemu also
+# needs (-L) to find the dynamic loader and libstdc++.
+
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+
+set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)  # GoogleTest's project() also enables C
+set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
+
+set(DQ4_AARCH64_SYSROOT /usr/aarch64-linux-gnu)
+set(CMAKE_FIND_ROOT_PATH ${DQ4_AARCH64_SYSROOT})
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L ${DQ4_AARCH64_SYSROOT})

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds and runs every test: x86-64 (Release), x86-64 under ASan+UBSan, and the Arm kernels
+# cross-compiled and run under qemu-aarch64 (-cpu max and -cpu cortex-a72).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+export DQ4_FIXTURES="${DQ4_FIXTURES:-$(cd "$root/../shared/fixtures" 2>/dev/null && pwd || echo "$root/../shared/fixtures")}"
+jobs="$(nproc)"
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+
+echo "== x86-64 release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== x86-64 ASan+UBSan build and tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDQ4_SANITIZE=ON "${launcher[@]}" >/dev/null
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== aarch64 cross build, kernel tests under qemu"
+"$root/scripts/test-arm.sh"
+echo "== all tests passed"

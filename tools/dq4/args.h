@@ -1,0 +1,43 @@
+#pragma once
+// A small command-line option parser shared by the dq4 subcommands: declared options produce the
+// --help text, and unknown options or missing/ill-formed values are errors naming the option.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dq4::cli {
+
+class Args {
+ public:
+  Args(std::string command, std::string summary) : command_(std::move(command)), summary_(std::move(summary)) {}
+
+  // Declares --name (a flag when value_name is empty, else an option taking a value).
+  Args& option(const std::string& name, const std::string& value_name, const std::string& help,
+               const std::string& default_value = "");
+
+  // Parses argv[first..argc). Returns false when --help was given (help is printed). Throws
+  // dq4::Error on a bad command line.
+  bool parse(int argc, char** argv, int first);
+
+  bool flag(const std::string& name) const;
+  std::string value(const std::string& name) const;
+  int64_t integer(const std::string& name) const;
+  double number(const std::string& name) const;
+  // A comma-separated list of integers, e.g. "1,2,4".
+  std::vector<int64_t> integers(const std::string& name) const;
+
+  std::string help() const;
+
+ private:
+  struct Option {
+    std::string value_name, help, default_value;
+  };
+  std::string command_, summary_;
+  std::vector<std::string> order_;
+  std::map<std::string, Option> options_;
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace dq4::cli

@@ -1,0 +1,54 @@
+#pragma once
+// Machine reference numbers that `dq4 bench kernels` compares the kernels with, measured in the
+// same run: the size of the last-level cache, the DRAM read bandwidth (a read-only streaming
+// probe) and the int8 dot-product peak of the instruction a kernel is built on.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/stats.h"
+
+namespace dq4::cli::bench {
+
+struct CacheSize {
+  size_t bytes = 0;
+  std::string source;  // where the number came from (sysconf, sysfs or a fallback)
+};
+
+// The last-level (L3) cache of this machine.
+CacheSize last_level_cache();
+
+struct Bandwidth {
+  int threads = 0;
+  Summary gbps;  // GB/s (1e9 bytes per second) read
+};
+
+// Streams a buffer of `bytes` (first-touched in parallel) with the widest loads the CPU has, each
+// thread reading one contiguous part; `passes` passes per thread count, the thread counts
+// alternating pass by pass so that noise from other processes hits all of them alike.
+std::vector<Bandwidth> read_bandwidth(size_t bytes, const std::vector<int>& threads, int passes);
+
+// The int8 dot-product instruction sequences a kernel can be bounded by.
+enum class DotPeak {
+  none,           // no probe for this CPU or kernel
+  avx512_vnni,    // VPDPBUSD zmm: 64 u8 x s8 multiply-adds into int32
+  avx_vnni,       // VPDPBUSD ymm (VEX): 32
+  avx2_maddubs,   // VPMADDUBSW + VPMADDWD + VPADDD ymm: 32
+};
+
+// The peak that bounds kernel `kernel_name` on this CPU; for the scalar reference, the best
+// instruction this CPU has.
+DotPeak dot_peak_for(std::string_view kernel_name);
+const char* dot_peak_name(DotPeak peak);
+
+struct DotPeakRate {
+  int threads = 0;
+  Summary gops;  // G int-ops per second (2 per int8 multiply-add), all threads together
+};
+
+// Each thread runs a loop of independent accumulators of `peak` held in registers.
+std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads, int runs);
+
+}  // namespace dq4::cli::bench

@@ -1,0 +1,10 @@
+#pragma once
+// The dq4 subcommands. Each takes the full argv and the index of its first own argument and
+// returns the process exit code; errors are thrown as dq4::Error and reported by main().
+
+namespace dq4::cli {
+
+int run_info(int argc, char** argv, int first);
+int run_bench(int argc, char** argv, int first);
+
+}  // namespace dq4::cli

@@ -1,0 +1,57 @@
+// dq4: one command-line tool, one subcommand per job.
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "commands.h"
+#include "dq4/error.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv, int first);
+};
+
+const Command kCommands[] = {
+    {"info", "print the CPU features found and the kernels chosen", dq4::cli::run_info},
+    {"bench", "benchmarks (dq4 bench kernels: the W4A8 matmul kernels)", dq4::cli::run_bench},
+};
+
+void print_usage(std::FILE* out) {
+  std::fputs("usage: dq4 <command> [options]\n\ndq4: W4A8 (int4 weights x dynamic int8 activations) CPU inference.\n\ncommands:\n", out);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fputs("\nRun 'dq4 <command> --help' for a command's options.\n", out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(stdout);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(argc, argv, 2);
+    } catch (const dq4::Error& e) {
+      std::fprintf(stderr, "dq4 %s: error: %s\n", c.name, e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dq4 %s: internal error: %s\n", c.name, e.what());
+      return 3;
+    }
+  }
+  std::fprintf(stderr, "dq4: unknown command '%s'\n\n", name.c_str());
+  print_usage(stderr);
+  return 2;
+}
