@@ -22,18 +22,24 @@ TEST(CpuDispatch, ReferenceIsAlwaysCompiledAndSupported) {
 TEST(CpuDispatch, AutomaticChoiceIsTheBestSupportedKernel) {
   const w4a8::Kernel& chosen = w4a8::select_kernel("");
   EXPECT_TRUE(w4a8::kernel_supported(chosen));
+  // For scripts that know which kernel a given CPU must get (scripts/test-arm.sh reads the XML).
+  RecordProperty("chosen_kernel", std::string(w4a8::kernel_name(chosen)));
   const auto kernels = w4a8::compiled_kernels();
   bool after = false;
   for (const w4a8::Kernel* k : kernels) {
-    if (after) EXPECT_FALSE(w4a8::kernel_supported(*k)) << "a better kernel is supported: " << w4a8::kernel_name(*k);
+    if (after) {
+      EXPECT_FALSE(w4a8::kernel_supported(*k)) << "a better kernel is supported: " << w4a8::kernel_name(*k);
+    }
     if (k == &chosen) after = true;
   }
 }
 
 TEST(CpuDispatch, OverrideSelectsEachSupportedKernel) {
+  std::string supported;
   for (const w4a8::Kernel* k : w4a8::compiled_kernels()) {
     const std::string name(w4a8::kernel_name(*k));
     if (w4a8::kernel_supported(*k)) {
+      supported += (supported.empty() ? "" : " ") + name;
       EXPECT_EQ(&w4a8::select_kernel(name), k);
     } else {
       try {
@@ -44,6 +50,7 @@ TEST(CpuDispatch, OverrideSelectsEachSupportedKernel) {
       }
     }
   }
+  RecordProperty("supported_kernels", supported);
 }
 
 TEST(CpuDispatch, UnknownOverrideNamesTheAvailableKernels) {
@@ -64,7 +71,9 @@ TEST(CpuDispatch, FeaturesMatchTheArchitecture) {
   EXPECT_FALSE(f.avx2);
 #elif defined(__x86_64__)
   EXPECT_FALSE(f.neon);
-  if (f.avx512_vnni) EXPECT_TRUE(f.avx512f);
+  if (f.avx512_vnni) {
+    EXPECT_TRUE(f.avx512f);
+  }
 #endif
   EXPECT_FALSE(f.to_string().empty());
 }

@@ -16,36 +16,42 @@ struct NeonSums {
     return vreinterpretq_s8_s32(vdupq_n_s32(v));
   }
 
-  // Rows outermost: the MLAL pipe is the limit, so re-unpacking the weights per row (cheap ALU
-  // ops on L1-resident data) costs little and keeps the register footprint small.
+  // One row over all steps, its 4 accumulators in registers. Rows are done one after another
+  // (re-reading the group's weights from L1 per row): the MLAL pipe is the limit, and several
+  // rows' int16 partial sums at once would not fit the 32 vector registers.
+  static DQ4_ALWAYS_INLINE void row_sums(const uint8_t* w, int64_t steps, const int8_t* a,
+                                         int32x4_t (&acc)[arm::kQuads]) {
+    constexpr int64_t kStepBytes = arm::kNr * 4;
+    const uint8x16_t low_mask = vdupq_n_u8(0x0f);
+    int32x4_t sum[arm::kQuads];
+    for (int j = 0; j < arm::kQuads; ++j) sum[j] = acc[j];
+    for (int64_t s = 0; s < steps; s += 4, w += 4 * kStepBytes, a += 32) {
+      int8x16_t a_lo[4], a_hi[4];
+      for (int t = 0; t < 4; ++t) {
+        a_lo[t] = broadcast_dword(a + 8 * t);
+        a_hi[t] = broadcast_dword(a + 8 * t + 4);
+      }
+      for (int j = 0; j < arm::kQuads; ++j) {
+        int16x8_t p01 = vdupq_n_s16(0), p23 = vdupq_n_s16(0);  // columns 4j..4j+1, 4j+2..4j+3
+        for (int t = 0; t < 4; ++t) {
+          const uint8x16_t raw = vld1q_u8(w + t * kStepBytes + 16 * j);
+          const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, low_mask));
+          const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
+          p01 = vmlal_s8(p01, vget_low_s8(lo), vget_low_s8(a_lo[t]));
+          p01 = vmlal_s8(p01, vget_low_s8(hi), vget_low_s8(a_hi[t]));
+          p23 = vmlal_high_s8(p23, lo, a_lo[t]);
+          p23 = vmlal_high_s8(p23, hi, a_hi[t]);
+        }
+        sum[j] = vpadalq_s16(sum[j], vpaddq_s16(p01, p23));
+      }
+    }
+    for (int j = 0; j < arm::kQuads; ++j) acc[j] = sum[j];
+  }
+
   template <int MR>
   static void sums(const uint8_t* w, int64_t steps, const int8_t* const* q, int64_t k0,
                    int32x4_t (&acc)[MR][arm::kQuads]) {
-    constexpr int64_t kStepBytes = arm::kNr * 4;
-    const uint8x16_t low_mask = vdupq_n_u8(0x0f);
-    for (int64_t s = 0; s < steps; s += 4, w += 4 * kStepBytes) {
-      for (int r = 0; r < MR; ++r) {
-        const int8_t* a = q[r] + k0 + s * 8;
-        int8x16_t a_lo[4], a_hi[4];
-        for (int t = 0; t < 4; ++t) {
-          a_lo[t] = broadcast_dword(a + 8 * t);
-          a_hi[t] = broadcast_dword(a + 8 * t + 4);
-        }
-        for (int j = 0; j < arm::kQuads; ++j) {
-          int16x8_t p01 = vdupq_n_s16(0), p23 = vdupq_n_s16(0);  // columns 4j..4j+1, 4j+2..4j+3
-          for (int t = 0; t < 4; ++t) {
-            const uint8x16_t raw = vld1q_u8(w + t * kStepBytes + 16 * j);
-            const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, low_mask));
-            const int8x16_t hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
-            p01 = vmlal_s8(p01, vget_low_s8(lo), vget_low_s8(a_lo[t]));
-            p01 = vmlal_s8(p01, vget_low_s8(hi), vget_low_s8(a_hi[t]));
-            p23 = vmlal_high_s8(p23, lo, a_lo[t]);
-            p23 = vmlal_high_s8(p23, hi, a_hi[t]);
-          }
-          acc[r][j] = vpadalq_s16(acc[r][j], vpaddq_s16(p01, p23));
-        }
-      }
-    }
+    for (int r = 0; r < MR; ++r) row_sums(w, steps, q[r] + k0, acc[r]);
   }
 };
 

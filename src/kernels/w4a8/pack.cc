@@ -81,6 +81,15 @@ inline int32_t step_sum(uint32_t dword) {
   return static_cast<int32_t>((pairs * 0x01010101u) >> 24) - 64;
 }
 
+[[noreturn, gnu::noinline]] void throw_bad_value(const WeightSource& s, int64_t n, int64_t k0) {
+  const int8_t* row = s.values + n * s.k;
+  for (int64_t k = k0; k < s.k; ++k)
+    if (row[k] < -8 || row[k] > 7)
+      throw Error("w4a8::pack: " + where("values", n, k) + " = " + std::to_string(row[k]) +
+                  " is outside the int4 range [-8, 7]");
+  throw Error("w4a8::pack: values of row " + std::to_string(n) + " are outside [-8, 7]");
+}
+
 // The packed dword for column n, k0..k0+7 (k0 a multiple of 8).
 uint32_t source_step(const WeightSource& s, int64_t n, int64_t k0) {
   if (s.values != nullptr) {
@@ -89,12 +98,7 @@ uint32_t source_step(const WeightSource& s, int64_t n, int64_t k0) {
       uint64_t x;
       std::memcpy(&x, row + k0, 8);
       const uint64_t u = offset_nibbles(x);
-      if ((u & 0xf0f0f0f0f0f0f0f0ull) != 0) {
-        for (int64_t i = 0; i < 8; ++i)
-          if (row[k0 + i] < -8 || row[k0 + i] > 7)
-            throw Error("w4a8::pack: " + where("values", n, k0 + i) + " = " +
-                        std::to_string(row[k0 + i]) + " is outside the int4 range [-8, 7]");
-      }
+      if ((u & 0xf0f0f0f0f0f0f0f0ull) != 0) throw_bad_value(s, n, k0);
       return static_cast<uint32_t>(u) | (static_cast<uint32_t>(u >> 32) << 4);
     }
     uint32_t word = 0;
@@ -102,9 +106,7 @@ uint32_t source_step(const WeightSource& s, int64_t n, int64_t k0) {
       int32_t q = 0;
       if (k0 + i < s.k) {
         q = row[k0 + i];
-        if (q < -8 || q > 7)
-          throw Error("w4a8::pack: " + where("values", n, k0 + i) + " = " + std::to_string(q) +
-                      " is outside the int4 range [-8, 7]");
+        if (q < -8 || q > 7) throw_bad_value(s, n, k0);
       }
       word |= static_cast<uint32_t>(q + 8) << (4 * i);
     }
@@ -119,6 +121,22 @@ uint32_t source_step(const WeightSource& s, int64_t n, int64_t k0) {
     word = (word & keep) | (0x88888888u & ~keep);
   }
   return interleave_word(word);
+}
+
+// The four step dwords of the 32-k chunk at k0 (a multiple of 32) for column n.
+inline void source_chunk(const WeightSource& s, int64_t n, int64_t k0, uint32_t (&dwords)[4]) {
+  if (s.values != nullptr && k0 + 32 <= s.k) {  // the common case, without per-step branches
+    uint64_t x[4], bad = 0;
+    std::memcpy(x, s.values + n * s.k + k0, 32);
+    for (int i = 0; i < 4; ++i) {
+      const uint64_t u = offset_nibbles(x[i]);
+      bad |= u;
+      dwords[i] = static_cast<uint32_t>(u) | (static_cast<uint32_t>(u >> 32) << 4);
+    }
+    if ((bad & 0xf0f0f0f0f0f0f0f0ull) != 0) throw_bad_value(s, n, k0);
+    return;
+  }
+  for (int i = 0; i < 4; ++i) dwords[i] = source_step(s, n, k0 + 8 * i);
 }
 
 void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t c, int64_t n) {
@@ -139,18 +157,19 @@ void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t
         throw Error("w4a8::pack: " + where("scales", n, g) + " overflows bf16");
       std::memcpy(group_data + steps * l.step_bytes + c * 2, &bf16, 2);
     }
-    int32_t chunk_sums[4] = {0, 0, 0, 0};
-    for (int64_t step = 0; step < steps; ++step) {
-      const int64_t k0 = l.group_begin(g) + step * 8;
-      const uint32_t dword = source_step(s, n, k0);
-      std::memcpy(group_data + step * l.step_bytes + c * 4, &dword, 4);
-      const int32_t sum = step_sum(dword);
-      column_sum += sum;
-      chunk_sums[step % 4] = sum;
-      if (step % 4 == 3 && !l.channelwise) {
+    for (int64_t step = 0; step < steps; step += 4) {
+      uint32_t dwords[4];
+      source_chunk(s, n, l.group_begin(g) + step * 8, dwords);
+      int32_t sums[4];
+      for (int i = 0; i < 4; ++i) {
+        std::memcpy(group_data + (step + i) * l.step_bytes + c * 4, &dwords[i], 4);
+        sums[i] = step_sum(dwords[i]);
+      }
+      column_sum += sums[0] + sums[1] + sums[2] + sums[3];
+      if (!l.channelwise) {
         // KleidiAI sums each 32-k chunk as {k..k+7, k+16..k+23} then {k+8..k+15, k+24..k+31}.
-        row_sum = row_sum + static_cast<float>(chunk_sums[0] + chunk_sums[2]) * scale;
-        row_sum = row_sum + static_cast<float>(chunk_sums[1] + chunk_sums[3]) * scale;
+        row_sum = row_sum + static_cast<float>(sums[0] + sums[2]) * scale;
+        row_sum = row_sum + static_cast<float>(sums[1] + sums[3]) * scale;
       }
     }
   }

@@ -101,24 +101,43 @@ inline int32_t load_dword(const int8_t* p) {
   return v;
 }
 
-template <class Dot, int MR>
-inline void dot_steps(const uint8_t* w, int64_t steps, const int8_t* const* q, int64_t k0,
-                      __m256i (&acc)[MR][kVectors]) {
+// Decode streams weights from DRAM once: prefetch ahead. Prefill re-reads panels from L2.
+constexpr int kPrefetchBytes = 2048;
+
+// Integer dot products start[r] + sum(a * u) of MR rows with the 16 columns over `steps` steps of
+// 8 k from k0, handed to finish(r, j, sums of columns 8j..8j+7) while still in registers.
+template <class Dot, int MR, bool kStream, class Finish>
+__attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
+                                                     const int8_t* const* q, int64_t k0,
+                                                     const int32_t* start, Finish&& finish) {
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  __m256i acc[MR][kVectors];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+    for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm256_set1_epi32(start[r]);
   for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
+    if constexpr (kStream) _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes), _MM_HINT_T0);
     __m256i lo[kVectors], hi[kVectors];
+#pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) {
       const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
       lo[j] = _mm256_and_si256(raw, low_mask);
       hi[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
     }
     const int64_t k = k0 + s * 8;
+#pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       const __m256i a_lo = _mm256_set1_epi32(load_dword(q[r] + k));
       const __m256i a_hi = _mm256_set1_epi32(load_dword(q[r] + k + 4));
+#pragma GCC unroll 2
       for (int j = 0; j < kVectors; ++j) acc[r][j] = Dot::step(acc[r][j], lo[j], a_lo, hi[j], a_hi);
     }
   }
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+    for (int j = 0; j < kVectors; ++j) finish(r, j, acc[r][j]);
 }
 
 inline __m256 clamp(__m256 y, __m256 lo, __m256 hi) {
@@ -130,48 +149,44 @@ inline __m256 load_bf16(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
 }
 
-template <class Dot, int MR>
+template <class Dot, int MR, bool kStream>
 void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, float* y,
           int64_t ldy, int64_t n0, float lo, float hi) {
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
   __m256 out[MR][kVectors];
   if (l.channelwise) {
-    __m256i acc[MR][kVectors] = {};
-    dot_steps<Dot, MR>(panel.group_data(0), l.full_group_steps, q, 0, acc);
-    for (int r = 0; r < MR; ++r) {
-      const __m256i offset = _mm256_set1_epi32(8 * lhs.asum[(m + r) * lhs.groups]);
-      const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
-      const __m256 recip = _mm256_set1_ps(lhs.recip[m + r]);
-      for (int j = 0; j < kVectors; ++j) {
-        const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
-        const __m256i u = _mm256_sub_epi32(_mm256_sub_epi32(acc[r][j], offset), _mm256_mullo_epi32(zp, sums));
-        const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j), recip);
-        out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
-                                  _mm256_loadu_ps(panel.cw_bias() + 8 * j));
-      }
-    }
+    int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
+    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
+    dot_steps<Dot, MR, kStream>(
+        panel.group_data(0), l.full_group_steps, q, 0, start, [&](int r, int j, __m256i sum) {
+          const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
+          const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
+          const __m256i u = _mm256_sub_epi32(sum, _mm256_mullo_epi32(zp, sums));
+          const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j), _mm256_set1_ps(lhs.recip[m + r]));
+          out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
+                                    _mm256_loadu_ps(panel.cw_bias() + 8 * j));
+        });
   } else {
-    __m256 facc[MR][kVectors];
-    for (int r = 0; r < MR; ++r)
-      for (int j = 0; j < kVectors; ++j) facc[r][j] = _mm256_setzero_ps();
+    // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
+    // integer accumulators of the hot loop.
+    alignas(32) float facc[MR][kNr] = {};
     for (int64_t g = 0; g < l.groups; ++g) {
-      __m256i acc[MR][kVectors] = {};
-      dot_steps<Dot, MR>(panel.group_data(g), l.group_steps(g), q, l.group_begin(g), acc);
-      __m256 d[kVectors];
-      for (int j = 0; j < kVectors; ++j) d[j] = load_bf16(panel.group_scales(g) + 8 * j);
-      for (int r = 0; r < MR; ++r) {
-        const __m256i offset = _mm256_set1_epi32(8 * lhs.asum[(m + r) * lhs.groups + g]);
-        for (int j = 0; j < kVectors; ++j)
-          facc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[r][j], offset)), d[j],
-                                       facc[r][j]);
-      }
+      int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
+      for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
+      const uint16_t* scales = panel.group_scales(g);
+      dot_steps<Dot, MR, kStream>(
+          panel.group_data(g), l.group_steps(g), q, l.group_begin(g), start, [&](int r, int j, __m256i block) {
+            _mm256_store_ps(facc[r] + 8 * j, _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
+                                                             _mm256_load_ps(facc[r] + 8 * j)));
+          });
     }
     for (int r = 0; r < MR; ++r) {
       const __m256 neg_zp = _mm256_set1_ps(static_cast<float>(-lhs.zp[m + r]));
       const __m256 recip = _mm256_set1_ps(lhs.recip[m + r]);
       for (int j = 0; j < kVectors; ++j) {
-        const __m256 acc = _mm256_fmadd_ps(_mm256_loadu_ps(panel.row_sums() + 8 * j), neg_zp, facc[r][j]);
+        const __m256 acc = _mm256_fmadd_ps(_mm256_loadu_ps(panel.row_sums() + 8 * j), neg_zp,
+                                           _mm256_load_ps(facc[r] + 8 * j));
         out[r][j] = _mm256_add_ps(_mm256_mul_ps(acc, recip), _mm256_loadu_ps(panel.gw_bias() + 8 * j));
       }
     }
@@ -199,12 +214,21 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
-    int64_t m = m0;
-    for (; m + 4 <= m1; m += 4) tile<Dot, 4>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+    if (m1 - m0 <= 4) {  // decode: one pass over the weights streamed from memory
+      switch (m1 - m0) {
+        case 4: tile<Dot, 4, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+        case 3: tile<Dot, 3, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+        case 2: tile<Dot, 2, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+        default: tile<Dot, 1, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+      }
+      continue;
+    }
+    int64_t m = m0;  // prefill: row tiles re-read the panel from L2
+    for (; m + 4 <= m1; m += 4) tile<Dot, 4, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
     switch (m1 - m) {
-      case 3: tile<Dot, 3>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 2: tile<Dot, 2>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 1: tile<Dot, 1>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
+      case 3: tile<Dot, 3, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
+      case 2: tile<Dot, 2, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
+      case 1: tile<Dot, 1, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
       default: break;
     }
   }

@@ -65,7 +65,19 @@ size_t sysfs_last_level_cache() {
 
 constexpr size_t kReadChunk = 256;  // bytes per loop iteration of every reader
 
+uint64_t fold(const uint64_t* lanes, int count) {
+  uint64_t out = 0;
+  for (int i = 0; i < count; ++i) out ^= lanes[i];
+  return out;
+}
+
 #if defined(__x86_64__)
+__attribute__((target("avx2"))) uint64_t fold_ymm(__m256i v) {
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+  return fold(lanes, 4);
+}
+
 __attribute__((target("avx512f"))) uint64_t read_zmm(const uint8_t* p, size_t bytes) {
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i < bytes; i += kReadChunk) {
@@ -74,8 +86,9 @@ __attribute__((target("avx512f"))) uint64_t read_zmm(const uint8_t* p, size_t by
     a2 = _mm512_xor_si512(a2, _mm512_load_si512(p + i + 128));
     a3 = _mm512_xor_si512(a3, _mm512_load_si512(p + i + 192));
   }
-  const __m512i all = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
-  return static_cast<uint64_t>(_mm512_reduce_add_epi64(all));
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3)));
+  return fold(lanes, 8);
 }
 
 __attribute__((target("avx2"))) uint64_t read_ymm(const uint8_t* p, size_t bytes) {
@@ -88,8 +101,7 @@ __attribute__((target("avx2"))) uint64_t read_ymm(const uint8_t* p, size_t bytes
       a3 = _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + j + 96)));
     }
   }
-  const __m256i all = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
-  return static_cast<uint64_t>(_mm256_extract_epi64(all, 0) ^ _mm256_extract_epi64(all, 3));
+  return fold_ymm(_mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3)));
 }
 #endif
 
@@ -155,8 +167,10 @@ __attribute__((target("avx512f,avx512vnni"))) uint64_t loop_avx512_vnni(int64_t 
     for (int j = 0; j < kZmmAccumulators; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
   }
   __m512i sum = acc[0];
-  for (int j = 1; j < kZmmAccumulators; ++j) sum = _mm512_add_epi32(sum, acc[j]);
-  return static_cast<uint64_t>(_mm512_reduce_add_epi32(sum));
+  for (int j = 1; j < kZmmAccumulators; ++j) sum = _mm512_xor_si512(sum, acc[j]);
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, sum);
+  return fold(lanes, 8);
 }
 
 __attribute__((target("avx2,avxvnni"))) uint64_t loop_avx_vnni(int64_t iterations, int seed) {
@@ -169,8 +183,8 @@ __attribute__((target("avx2,avxvnni"))) uint64_t loop_avx_vnni(int64_t iteration
     for (int j = 0; j < kYmmAccumulators; ++j) acc[j] = _mm256_dpbusd_avx_epi32(acc[j], a, b);
   }
   __m256i sum = acc[0];
-  for (int j = 1; j < kYmmAccumulators; ++j) sum = _mm256_add_epi32(sum, acc[j]);
-  return static_cast<uint64_t>(_mm256_extract_epi32(sum, 0) + _mm256_extract_epi32(sum, 7));
+  for (int j = 1; j < kYmmAccumulators; ++j) sum = _mm256_xor_si256(sum, acc[j]);
+  return fold_ymm(sum);
 }
 
 // u8 x s8 -> int32 without VNNI: VPMADDUBSW (pairs to int16), VPMADDWD by ones (to int32), VPADDD.
@@ -191,8 +205,8 @@ __attribute__((target("avx2"))) uint64_t loop_avx2_maddubs(int64_t iterations, i
     }
   }
   __m256i sum = acc[0];
-  for (int j = 1; j < kMaddubsChains; ++j) sum = _mm256_add_epi32(sum, acc[j]);
-  return static_cast<uint64_t>(_mm256_extract_epi32(sum, 0) + _mm256_extract_epi32(sum, 7));
+  for (int j = 1; j < kMaddubsChains; ++j) sum = _mm256_xor_si256(sum, acc[j]);
+  return fold_ymm(sum);
 }
 #endif
 

@@ -1,0 +1,263 @@
+#include "bench/kernel_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "args.h"
+#include "bench/cold_copies.h"
+#include "bench/f32_baseline.h"
+#include "bench/fixed_cost.h"
+#include "bench/kernel_grid.h"
+#include "bench/probes.h"
+#include "bench/report.h"
+#include "bench/test_weights.h"
+#include "bench/timing.h"
+#include "dq4/cpu_features.h"
+#include "dq4/thread_pool.h"
+#include "dq4/w4a8.h"
+
+namespace dq4::cli::bench {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr size_t kColdCap = size_t{2} << 30;  // per operand; more only costs setup time
+constexpr int kBandwidthPasses = 15;
+constexpr int kPeakRuns = 7;
+// OpenBLAS (pthread build) workers keep spinning for a while after a call; give them time to go
+// to sleep before the next kernel measurement.
+constexpr auto kBlasSettle = std::chrono::milliseconds(250);
+
+using Clock = std::chrono::steady_clock;
+
+struct References {
+  size_t cold_budget = 0;
+  std::map<int, double> read_gbps;  // threads -> median
+  std::map<int, double> peak_gops;  // threads -> median (absent: no probe)
+};
+
+struct Run {
+  const KernelGrid& grid;
+  std::FILE* info;  // notes and header: stdout for the table, stderr with --json
+  References refs;
+  std::string isa;
+  std::vector<CaseResult> results;
+  int64_t cases_started = 0;
+  std::map<std::pair<int64_t, int64_t>, FixedCost> fixed_costs;  // (k, group), for M = 1
+};
+
+std::string load_average() {
+  std::ifstream file("/proc/loadavg");
+  std::string a, b, c;
+  if (!(file >> a >> b >> c)) return "unknown";
+  return a + " " + b + " " + c;
+}
+
+std::string join(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+// 4x the last-level cache, capped at kColdCap and at a quarter of the memory.
+size_t cold_budget(std::FILE* info) {
+  const CacheSize llc = last_level_cache();
+  size_t budget = 4 * llc.bytes;
+  std::string note;
+  if (budget > kColdCap) {
+    budget = kColdCap;
+    note = ", capped at " + std::to_string(kColdCap / kMiB) + " MiB: the copies do NOT exceed 4x LLC";
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && budget > static_cast<size_t>(pages) * static_cast<size_t>(page) / 4) {
+    budget = static_cast<size_t>(pages) * static_cast<size_t>(page) / 4;
+    note = ", capped at a quarter of the memory: the copies do NOT exceed 4x LLC";
+  }
+  std::fprintf(info, "last-level cache: %zu MiB (%s); cold weights: copies cycled over >= %zu MiB per operand%s\n",
+               llc.bytes / kMiB, llc.source.c_str(), budget / kMiB, note.c_str());
+  return budget;
+}
+
+References measure_references(const KernelGrid& grid, std::FILE* info) {
+  References refs;
+  refs.cold_budget = cold_budget(info);
+  std::fprintf(stderr, "probing read bandwidth and int8 peak...\n");
+  for (const Bandwidth& bw : read_bandwidth(refs.cold_budget, grid.threads, kBandwidthPasses)) {
+    refs.read_gbps[bw.threads] = bw.gbps.median;
+    std::fprintf(info, "read bandwidth, %d thread%s: median %.1f GB/s (p10 %.1f, p90 %.1f, max %.1f; %d passes over %zu MiB)\n",
+                 bw.threads, bw.threads == 1 ? "" : "s", bw.gbps.median, bw.gbps.p10, bw.gbps.p90, bw.gbps.max,
+                 bw.gbps.samples, refs.cold_budget / kMiB);
+  }
+  const DotPeak peak = dot_peak_for(w4a8::kernel_name(*grid.kernel));
+  const std::vector<DotPeakRate> rates = dot_peak(peak, grid.threads, kPeakRuns);
+  if (rates.empty()) std::fprintf(info, "int8 peak: no probe for this kernel on this CPU (peak_ratio omitted)\n");
+  for (const DotPeakRate& rate : rates) {
+    refs.peak_gops[rate.threads] = rate.gops.median;
+    std::fprintf(info, "int8 peak (%s), %d thread%s: median %.0f G int-op/s (max %.0f; %d runs)\n",
+                 dot_peak_name(peak), rate.threads, rate.threads == 1 ? "" : "s", rate.gops.median,
+                 rate.gops.max, rate.gops.samples);
+  }
+  return refs;
+}
+
+TimingPlan plan_for(const KernelGrid& grid) {
+  TimingPlan plan;
+  plan.min_time_s = grid.min_time_s;
+  plan.min_calls = 3;
+  plan.warmup_s = std::min(0.2, 0.2 * grid.min_time_s);
+  return plan;
+}
+
+w4a8::MatmulArgs matmul_args(const float* x, int64_t m, int64_t k, float* y, int64_t n, int threads) {
+  w4a8::MatmulArgs args;
+  args.m = m;
+  args.x = x;
+  args.ldx = k;
+  args.y = y;
+  args.ldy = n;
+  args.pool = &ThreadPool::global();
+  args.max_threads = threads;
+  return args;
+}
+
+// The kernel cases of one shape and group, on cold copies of the packed weights.
+std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Weights& weights, const float* x,
+                                         float* y) {
+  const KernelGrid& grid = run.grid;
+  const w4a8::PackedWeights packed = w4a8::pack(weights.source(), *grid.kernel);
+  const FixedCost* fixed = nullptr;
+  if (std::find(grid.ms.begin(), grid.ms.end(), 1) != grid.ms.end()) {
+    const auto key = std::make_pair(s.k, weights.group);
+    if (run.fixed_costs.count(key) == 0) run.fixed_costs[key] = fixed_call_cost(*grid.kernel, s.k, weights.group, x, 1, 1);
+    fixed = &run.fixed_costs[key];
+  }
+  ColdCopies<w4a8::PackedWeights> cold(packed, packed.bytes(), run.refs.cold_budget);
+  std::vector<CaseResult> block;
+  for (int64_t m : grid.ms) {
+    for (int threads : grid.threads) {
+      std::fprintf(stderr, "[%lld/%lld] %s %lldx%lld group %lld M %lld threads %d\n",
+                   static_cast<long long>(++run.cases_started), static_cast<long long>(grid.cases()),
+                   run.isa.c_str(), static_cast<long long>(s.n), static_cast<long long>(s.k),
+                   static_cast<long long>(weights.group), static_cast<long long>(m), threads);
+      const w4a8::MatmulArgs args = matmul_args(x, m, s.k, y, s.n, threads);
+      CaseResult r;
+      r.isa = run.isa;
+      r.n = s.n;
+      r.k = s.k;
+      r.m = m;
+      r.group = weights.group;
+      r.threads = threads;
+      r.seconds = time_calls([&] { w4a8::matmul(cold.next(), args); }, plan_for(grid));
+      r.weight_bytes = static_cast<int64_t>(packed.bytes());
+      r.cold_copies = static_cast<int64_t>(cold.count());
+      const double t = r.seconds.median;
+      r.gflops = 2.0 * static_cast<double>(m) * static_cast<double>(s.n) * static_cast<double>(s.k) / t * 1e-9;
+      r.weight_gbps = static_cast<double>(r.weight_bytes) / t * 1e-9;
+      r.read_bw_gbps = run.refs.read_gbps.at(threads);
+      if (m <= 4) r.bw_ratio = r.weight_gbps / r.read_bw_gbps;
+      if (const auto it = run.refs.peak_gops.find(threads); it != run.refs.peak_gops.end()) {
+        r.int8_peak_gops = it->second;
+        if (m >= 64) r.peak_ratio = r.gflops / r.int8_peak_gops;
+      }
+      if (m == 1 && fixed != nullptr) {
+        r.fixed_seconds = fixed->seconds;
+        r.quant_share = fixed->seconds / t;
+      }
+      block.push_back(r);
+    }
+  }
+  return block;
+}
+
+// OpenBLAS on the same weights in f32, cold as well: median seconds per (m, threads).
+std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s, const Int4Weights& weights,
+                                                        const float* x, float* y) {
+  const KernelGrid& grid = run.grid;
+  const AlignedBuffer w = weights.dequantized();
+  ColdCopies<AlignedBuffer> cold(w, w.size(), run.refs.cold_budget);
+  std::map<std::pair<int64_t, int>, double> seconds;
+  for (int64_t m : grid.ms) {
+    for (int threads : grid.threads) {
+      std::fprintf(stderr, "[f32] OpenBLAS %lldx%lld M %lld threads %d\n", static_cast<long long>(s.n),
+                   static_cast<long long>(s.k), static_cast<long long>(m), threads);
+      set_f32_threads(threads);
+      const Summary t = time_calls(
+          [&] { f32_matmul(reinterpret_cast<const float*>(cold.next().data()), s.n, s.k, x, m, y); }, plan_for(grid));
+      seconds[{m, threads}] = t.median;
+    }
+  }
+  std::this_thread::sleep_for(kBlasSettle);
+  return seconds;
+}
+
+void run_shape(Run& run, const Shape& s) {
+  const KernelGrid& grid = run.grid;
+  const int64_t max_m = *std::max_element(grid.ms.begin(), grid.ms.end());
+  const std::vector<float> x = random_normal(static_cast<size_t>(max_m * s.k), 1000 + static_cast<uint64_t>(s.k));
+  AlignedBuffer y(static_cast<size_t>(max_m * s.n) * sizeof(float));
+  float* yp = reinterpret_cast<float*>(y.data());
+  const std::vector<int32_t> nibbles = random_nibbles(s.n, s.k, 17);
+  // The f32 time does not depend on the group size: measured once per shape, on the weights of
+  // the first group size.
+  std::map<std::pair<int64_t, int>, double> f32_seconds;
+  for (int64_t group : grid.groups) {
+    const Int4Weights weights = random_int4_weights(nibbles, s.n, s.k, group == s.k ? 0 : group,
+                                                    100 + static_cast<uint64_t>(group));
+    std::vector<CaseResult> block = run_kernel_cases(run, s, weights, x.data(), yp);
+    if (grid.baseline && f32_seconds.empty()) f32_seconds = run_f32_cases(run, s, weights, x.data(), yp);
+    for (CaseResult& r : block) {
+      if (const auto it = f32_seconds.find({r.m, r.threads}); it != f32_seconds.end()) {
+        r.f32_seconds = it->second;
+        r.speedup_vs_f32 = it->second / r.seconds.median;
+      }
+      if (!grid.json) print_table_row(stdout, r);
+      run.results.push_back(r);
+    }
+  }
+}
+
+}  // namespace
+
+int run_kernel_bench(int argc, char** argv, int first) {
+  Args args("bench kernels",
+            "Speed of the W4A8 matmul kernel (int4 weights x per-row int8 activations -> f32) on cold\n"
+            "weights: per case GFLOP/s (2MNK/t), packed-weight GB/s and, measured in the same run,\n"
+            "bw_ratio = weight GB/s / read bandwidth (M <= 4), peak_ratio = GFLOP/s / int8 dot peak\n"
+            "(M >= 64), the speedup over OpenBLAS sgemv/sgemm on the same weights in f32, and for M = 1\n"
+            "the share of the per-call fixed cost (activation quantization + dispatch, one thread).\n"
+            "Times are medians. Progress goes to stderr. DQ4_THREADS sets the thread pool's size.");
+  declare_kernel_bench_options(args);
+  if (!args.parse(argc, argv, first)) return 0;
+  const KernelGrid grid = kernel_grid(args);
+  const auto start = Clock::now();
+
+  Run run{grid, grid.json ? stderr : stdout, {}, std::string(w4a8::kernel_name(*grid.kernel)), {}, 0, {}};
+  std::fprintf(run.info, "dq4 bench kernels%s: kernel %s, threads %s (pool %d), cpu: %s\n", grid.quick ? " --quick" : "",
+               run.isa.c_str(), join(grid.threads).c_str(), ThreadPool::global().size(),
+               cpu_features().to_string().c_str());
+  std::fprintf(run.info, "load average: %s\n", load_average().c_str());
+  if (grid.baseline) std::fprintf(run.info, "f32 baseline: %s\n", f32_library().c_str());
+  run.refs = measure_references(grid, run.info);
+  if (!grid.json) print_table_header(stdout);
+
+  for (const Shape& s : grid.shapes) run_shape(run, s);
+
+  if (grid.json) print_json(stdout, run.results);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::fprintf(run.info, "%lld cases in %.1f s; load average now: %s\n", static_cast<long long>(grid.cases()), elapsed,
+               load_average().c_str());
+  return 0;
+}
+
+}  // namespace dq4::cli::bench

@@ -1,0 +1,136 @@
+#include "bench/kernel_grid.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "dq4/error.h"
+#include "dq4/thread_pool.h"
+
+namespace dq4::cli::bench {
+namespace {
+
+// Llama-3.2-1B, Llama-3.2-3B and Llama-3.1-8B linear layers (q/o, k/v, gate/up, down) and the
+// 128256 x 2048 lm_head of the 1B model.
+constexpr const char* kFullShapes =
+    "2048x2048,512x2048,8192x2048,2048x8192,3072x3072,8192x3072,3072x8192,4096x4096,14336x4096,4096x14336,"
+    "128256x2048";
+constexpr const char* kFullMs = "1,2,4,8,16,32,64,128,256,512";
+constexpr const char* kFullGroups = "0,32,128";
+constexpr const char* kFullMinTime = "0.1";
+
+// --quick: one 1B-model layer of each kind that matters most, decode-, batch- and prefill-sized M.
+constexpr const char* kQuickShapes = "2048x2048,2048x8192,8192x2048";
+constexpr const char* kQuickMs = "1,4,64,256";
+constexpr const char* kQuickGroups = "0,32,128";
+constexpr const char* kQuickMinTime = "0.05";
+
+// Comma-separated integers; `option` names the option in errors.
+std::vector<int64_t> parse_integers(const std::string& option, const std::string& text) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0')
+      throw Error("option --" + option + " needs comma-separated integers, got '" + text + "'");
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// The option's value, else `fallback`.
+std::string value_or(const Args& args, const std::string& name, const char* fallback) {
+  const std::string v = args.value(name);
+  return v.empty() ? fallback : v;
+}
+
+}  // namespace
+
+void declare_kernel_bench_options(Args& args) {
+  args.option("quick", "", "a representative subset that runs in about a minute: shapes " + std::string(kQuickShapes) +
+                               ", M " + kQuickMs + ", groups " + kQuickGroups + ", min-time " + kQuickMinTime)
+      .option("json", "", "print one JSON array (an object per case) on stdout instead of the table")
+      .option("shapes", "NxK,...", "weight shapes, N output channels x K inputs (default: Llama 1B/3B/8B and lm_head)")
+      .option("m", "LIST", std::string("activation rows (default: ") + kFullMs + ")")
+      .option("group", "LIST", std::string("group sizes along K, 0 = channelwise (default: ") + kFullGroups + ")")
+      .option("threads", "LIST", "thread counts, each at most the pool size set by DQ4_THREADS (default: 1,2)")
+      .option("isa", "NAME", "kernel to measure: reference, avx2, avx_vnni, avx512_vnni, ... (default: the one dq4 chooses)")
+      .option("min-time", "SECONDS", std::string("time spent per case and operand, at least 3 calls (default: ") +
+                                         kFullMinTime + ")")
+      .option("no-baseline", "", "skip the OpenBLAS f32 baseline");
+}
+
+std::vector<Shape> parse_shapes(const std::string& text) {
+  std::vector<Shape> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t x = item.find('x');
+    char* end_n = nullptr;
+    char* end_k = nullptr;
+    const std::string n_text = x == std::string::npos ? "" : item.substr(0, x);
+    const std::string k_text = x == std::string::npos ? "" : item.substr(x + 1);
+    const long long n = std::strtoll(n_text.c_str(), &end_n, 10);
+    const long long k = std::strtoll(k_text.c_str(), &end_k, 10);
+    if (n_text.empty() || k_text.empty() || *end_n != '\0' || *end_k != '\0' || n <= 0 || k <= 0)
+      throw Error("option --shapes needs comma-separated NxK with positive N and K, got '" + item + "'");
+    out.push_back({n, k});
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+KernelGrid kernel_grid(const Args& args) {
+  KernelGrid grid;
+  grid.quick = args.flag("quick");
+  grid.json = args.flag("json");
+  grid.baseline = !args.flag("no-baseline");
+  grid.shapes = parse_shapes(value_or(args, "shapes", grid.quick ? kQuickShapes : kFullShapes));
+  grid.ms = parse_integers("m", value_or(args, "m", grid.quick ? kQuickMs : kFullMs));
+  grid.groups = parse_integers("group", value_or(args, "group", grid.quick ? kQuickGroups : kFullGroups));
+  grid.min_time_s = args.value("min-time").empty() ? std::atof(grid.quick ? kQuickMinTime : kFullMinTime)
+                                                   : args.number("min-time");
+
+  for (int64_t m : grid.ms)
+    if (m < 1 || m > 65536) throw Error("option --m: rows must be in [1, 65536], got " + std::to_string(m));
+  for (int64_t g : grid.groups)
+    if (g < 0 || g % 32 != 0)
+      throw Error("option --group: group sizes must be 0 (channelwise) or a multiple of 32, got " + std::to_string(g));
+  for (const Shape& s : grid.shapes)
+    for (int64_t g : grid.groups)
+      if (g > s.k)
+        throw Error("option --group: group " + std::to_string(g) + " is longer than K = " + std::to_string(s.k));
+  if (!(grid.min_time_s >= 0 && grid.min_time_s <= 3600))
+    throw Error("option --min-time must be in [0, 3600] seconds, got " + args.value("min-time"));
+
+  const int pool = ThreadPool::global().size();
+  if (args.value("threads").empty()) {
+    grid.threads = {1};
+    if (pool >= 2) grid.threads.push_back(2);
+  } else {
+    for (int64_t t : parse_integers("threads", args.value("threads"))) {
+      if (t < 1 || t > pool)
+        throw Error("option --threads: " + std::to_string(t) + " is outside [1, " + std::to_string(pool) +
+                    "], the thread pool's size (set DQ4_THREADS for a larger pool)");
+      grid.threads.push_back(static_cast<int>(t));
+    }
+  }
+
+  if (args.value("isa").empty()) {
+    grid.kernel = &w4a8::default_kernel();
+  } else {
+    grid.kernel = w4a8::find_kernel(args.value("isa"));
+    if (grid.kernel == nullptr) throw Error("option --isa: no kernel named '" + args.value("isa") + "' in this build");
+    std::string why;
+    if (!w4a8::kernel_supported(*grid.kernel, &why)) throw Error("option --isa: " + why);
+  }
+  return grid;
+}
+
+}  // namespace dq4::cli::bench

@@ -1,0 +1,40 @@
+#pragma once
+// What `dq4 bench kernels` measures: its options and the grid of cases they select.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "dq4/w4a8.h"
+
+namespace dq4::cli::bench {
+
+struct Shape {
+  int64_t n = 0, k = 0;  // output channels x input features
+};
+
+struct KernelGrid {
+  std::vector<Shape> shapes;
+  std::vector<int64_t> ms;
+  std::vector<int64_t> groups;  // 0: channelwise
+  std::vector<int> threads;
+  const w4a8::Kernel* kernel = nullptr;
+  double min_time_s = 0;  // timed per case and operand (kernel, f32 baseline)
+  bool quick = false;
+  bool json = false;
+  bool baseline = true;
+
+  int64_t cases() const {
+    return static_cast<int64_t>(shapes.size() * ms.size() * groups.size() * threads.size());
+  }
+};
+
+void declare_kernel_bench_options(Args& args);
+// The grid the parsed options select. Throws dq4::Error for values out of range.
+KernelGrid kernel_grid(const Args& args);
+
+// "2048x8192,512x2048"
+std::vector<Shape> parse_shapes(const std::string& text);
+
+}  // namespace dq4::cli::bench

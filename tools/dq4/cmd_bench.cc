@@ -1,0 +1,46 @@
+// dq4 bench <kind>: benchmarks. Each kind parses its own options.
+
+#include <cstdio>
+#include <string>
+
+#include "bench/kernel_bench.h"
+#include "commands.h"
+#include "dq4/error.h"
+
+namespace dq4::cli {
+namespace {
+
+struct Kind {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv, int first);
+};
+
+const Kind kKinds[] = {
+    {"kernels", "W4A8 matmul kernels over Llama shapes vs read bandwidth, int8 peak and OpenBLAS f32",
+     bench::run_kernel_bench},
+};
+
+void print_usage(std::FILE* out) {
+  std::fputs("usage: dq4 bench <kind> [options]\n\nbenchmark kinds:\n", out);
+  for (const Kind& k : kKinds) std::fprintf(out, "  %-10s %s\n", k.name, k.summary);
+  std::fputs("\nRun 'dq4 bench <kind> --help' for a kind's options.\n", out);
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv, int first) {
+  if (first >= argc) throw Error("missing benchmark kind (see dq4 bench --help)");
+  const std::string name = argv[first];
+  if (name == "--help" || name == "-h") {
+    print_usage(stdout);
+    return 0;
+  }
+  for (const Kind& k : kKinds)
+    if (name == k.name) return k.run(argc, argv, first + 1);
+  std::string names;
+  for (const Kind& k : kKinds) names += std::string(names.empty() ? "" : ", ") + k.name;
+  throw Error("unknown benchmark kind '" + name + "' (kinds: " + names + ")");
+}
+
+}  // namespace dq4::cli
