@@ -2,7 +2,8 @@
 // of cases. Weights stay hot in the caches here (each benchmark reuses one packed copy); for
 // DRAM-cold weights and ratios to the machine's limits, run `dq4 bench kernels`.
 //
-//   pack/<source>/NxK/g<G>/threads:<T>   bytes/s of checkpoint input (int4 values or nibbles + scales)
+//   pack/<source>/NxK/g<G>/threads:<T>   bytes/s of checkpoint input (int8 values or int32-packed
+//                                        nibbles, plus scales); GB_per_thread: per thread, 1e9 B/s
 //   matmul/NxK/g<G>/m:<M>/threads:<T>    GFLOP/s = 2MNK/t, bytes/s of packed weights
 
 #include <benchmark/benchmark.h>
@@ -78,7 +79,7 @@ void bench_pack(benchmark::State& state, Case c, bool from_values, int threads) 
     benchmark::DoNotOptimize(packed.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(input_bytes * static_cast<double>(state.iterations())));
-  state.counters["per_thread_GBps"] =
+  state.counters["GB_per_thread"] =
       benchmark::Counter(input_bytes * 1e-9 / threads, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(std::string(dq4::w4a8::kernel_name(kernel)));
 }
@@ -110,23 +111,23 @@ void bench_matmul(benchmark::State& state, Case c, int threads) {
 void register_benchmarks() {
   std::set<std::tuple<int64_t, int64_t, int64_t>> packed_shapes;
   for (const Case& c : kCases) {
-    for (int threads : kThreadCounts) {
-      const std::string suffix = "/threads:" + std::to_string(threads);
-      if (packed_shapes.count({c.n, c.k, c.group}) == 0) {
-        for (const bool from_values : {false, true})
-          benchmark::RegisterBenchmark(
-              ("pack/" + std::string(from_values ? "values" : "nibbles") + "/" + shape_name(c) + suffix).c_str(),
-              bench_pack, c, from_values, threads)
-              ->Unit(benchmark::kMillisecond)
-              ->UseRealTime();
-      }
-      benchmark::RegisterBenchmark(("matmul/" + shape_name(c) + "/m:" + std::to_string(c.m) + suffix).c_str(),
-                                   bench_matmul, c, threads)
+    if (!packed_shapes.insert({c.n, c.k, c.group}).second) continue;
+    for (const bool from_values : {false, true})
+      for (int threads : kThreadCounts)
+        benchmark::RegisterBenchmark(("pack/" + std::string(from_values ? "values" : "nibbles") + "/" +
+                                      shape_name(c) + "/threads:" + std::to_string(threads))
+                                         .c_str(),
+                                     bench_pack, c, from_values, threads)
+            ->Unit(benchmark::kMillisecond)
+            ->UseRealTime();
+  }
+  for (const Case& c : kCases)
+    for (int threads : kThreadCounts)
+      benchmark::RegisterBenchmark(
+          ("matmul/" + shape_name(c) + "/m:" + std::to_string(c.m) + "/threads:" + std::to_string(threads)).c_str(),
+          bench_matmul, c, threads)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
-    }
-    packed_shapes.insert({c.n, c.k, c.group});
-  }
 }
 
 }  // namespace

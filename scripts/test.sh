@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs every test: x86-64 (Release), x86-64 under ASan+UBSan, and the Arm kernels
-# cross-compiled and run under qemu-aarch64 (-cpu max and -cpu cortex-a72).
+# cross-compiled and run under qemu-aarch64 (-cpu max, cortex-a76 and cortex-a72).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"

@@ -97,6 +97,8 @@ std::string W4A8Case::name() const {
   s += input == Input::packed ? "_packed" : "_int8";
   if (lo > -3e38f || hi < 3e38f) s += "_clamp";
   if (ldx_pad || ldy_pad) s += "_strided";
+  if (huge_scales) s += "_hugescales";
+  if (std::signbit(lo) && lo == 0.0f) s += "_negzero";
   return s;
 }
 
@@ -137,6 +139,14 @@ std::vector<W4A8Case> w4a8_cases() {
   clamped.k = 200;
   clamped.scale_type = ScaleType::bf16;
   cases.push_back(clamped);
+  // Clamp corner cases where max/min instructions differ from the defined (y > lo ? y : lo),
+  // (y < hi ? y : hi): +0.0 outputs against lo = -0.0, and +-inf / NaN (0 * inf) before the clamp.
+  cases.push_back({3, 67, 172, 0, false, ScaleType::f32, Input::values, Rows::zero, -0.0f, 1.0f});
+  W4A8Case overflow{7, 67, 172, 0, false, ScaleType::f32, Input::values, Rows::random, -1e30f, 1e30f};
+  overflow.huge_scales = true;
+  cases.push_back(overflow);
+  overflow.rows = Rows::ties;
+  cases.push_back(overflow);
   W4A8Case strided{6, 70, 200, 32, true, ScaleType::f32, Input::packed, Rows::random};
   strided.ldx_pad = 5;
   strided.ldy_pad = 3;
@@ -165,7 +175,7 @@ W4A8Data make_data(const W4A8Case& c, uint32_t seed) {
     switch (c.scale_type) {
       case w4a8::ScaleType::f16: d.scales16[i] = f16; break;
       case w4a8::ScaleType::bf16: d.scales16[i] = static_cast<uint16_t>(to_bits(value) >> 16); break;
-      case w4a8::ScaleType::f32: d.scales32[i] = value; break;
+      case w4a8::ScaleType::f32: d.scales32[i] = c.huge_scales ? 3.0e38f : value; break;
     }
   }
   std::normal_distribution<float> normal(0.0f, 0.5f);

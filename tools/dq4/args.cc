@@ -95,7 +95,9 @@ std::string Args::help() const {
     if (!o.default_value.empty()) out += " (default: " + o.default_value + ")";
     out += "\n";
   }
-  out += "  --help                       show this help\n";
+  std::string left = "  --help";
+  left.resize(28, ' ');
+  out += left + " show this help\n";
   return out;
 }
 

@@ -16,9 +16,10 @@ struct NeonSums {
     return vreinterpretq_s8_s32(vdupq_n_s32(v));
   }
 
-  // One row over all steps, its 4 accumulators in registers. Rows are done one after another
-  // (re-reading the group's weights from L1 per row): the MLAL pipe is the limit, and several
-  // rows' int16 partial sums at once would not fit the 32 vector registers.
+  // One row over all steps, its 4 accumulators in registers. Rows are done one after another,
+  // re-reading the group's weights from L1: several rows' int16 partial sums and broadcast
+  // activations at once would not fit the 32 vector registers (GCC spilled them to the stack),
+  // and the extra unpack ops run beside the SMLALs, which bound this kernel anyway.
   static DQ4_ALWAYS_INLINE void row_sums(const uint8_t* w, int64_t steps, const int8_t* a,
                                          int32x4_t (&acc)[arm::kQuads]) {
     constexpr int64_t kStepBytes = arm::kNr * 4;

@@ -26,6 +26,7 @@ class ColdCopies {
     next_ = next_ + 1 == copies_.size() ? 0 : next_ + 1;
     return copy;
   }
+  const T& operator[](size_t i) const { return copies_[i]; }
   size_t count() const { return copies_.size(); }
   size_t total_bytes() const { return copies_.size() * bytes_each_; }
 

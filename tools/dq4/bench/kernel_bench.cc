@@ -1,11 +1,8 @@
 #include "bench/kernel_bench.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -18,6 +15,7 @@
 #include "bench/fixed_cost.h"
 #include "bench/kernel_grid.h"
 #include "bench/probes.h"
+#include "bench/references.h"
 #include "bench/report.h"
 #include "bench/test_weights.h"
 #include "bench/timing.h"
@@ -28,38 +26,29 @@
 namespace dq4::cli::bench {
 namespace {
 
-constexpr size_t kMiB = size_t{1} << 20;
-constexpr size_t kColdCap = size_t{2} << 30;  // per operand; more only costs setup time
-constexpr int kBandwidthPasses = 15;
-constexpr int kPeakRuns = 7;
 // OpenBLAS (pthread build) workers keep spinning for a while after a call; give them time to go
 // to sleep before the next kernel measurement.
 constexpr auto kBlasSettle = std::chrono::milliseconds(250);
 
 using Clock = std::chrono::steady_clock;
 
-struct References {
-  size_t cold_budget = 0;
-  std::map<int, double> read_gbps;  // threads -> median
-  std::map<int, double> peak_gops;  // threads -> median (absent: no probe)
-};
-
 struct Run {
+  Run(const KernelGrid& g, std::FILE* out, size_t budget)
+      : grid(g),
+        info(out),
+        isa(w4a8::kernel_name(*g.kernel)),
+        cold_budget(budget),
+        refs(budget, isa, g.threads) {}
+
   const KernelGrid& grid;
   std::FILE* info;  // notes and header: stdout for the table, stderr with --json
-  References refs;
   std::string isa;
+  size_t cold_budget;
+  MachineReferences refs;
   std::vector<CaseResult> results;
   int64_t cases_started = 0;
   std::map<std::pair<int64_t, int64_t>, FixedCost> fixed_costs;  // (k, group), for M = 1
 };
-
-std::string load_average() {
-  std::ifstream file("/proc/loadavg");
-  std::string a, b, c;
-  if (!(file >> a >> b >> c)) return "unknown";
-  return a + " " + b + " " + c;
-}
 
 std::string join(const std::vector<int>& values) {
   std::string out;
@@ -68,47 +57,6 @@ std::string join(const std::vector<int>& values) {
     out += std::to_string(v);
   }
   return out;
-}
-
-// 4x the last-level cache, capped at kColdCap and at a quarter of the memory.
-size_t cold_budget(std::FILE* info) {
-  const CacheSize llc = last_level_cache();
-  size_t budget = 4 * llc.bytes;
-  std::string note;
-  if (budget > kColdCap) {
-    budget = kColdCap;
-    note = ", capped at " + std::to_string(kColdCap / kMiB) + " MiB: the copies do NOT exceed 4x LLC";
-  }
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0 && budget > static_cast<size_t>(pages) * static_cast<size_t>(page) / 4) {
-    budget = static_cast<size_t>(pages) * static_cast<size_t>(page) / 4;
-    note = ", capped at a quarter of the memory: the copies do NOT exceed 4x LLC";
-  }
-  std::fprintf(info, "last-level cache: %zu MiB (%s); cold weights: copies cycled over >= %zu MiB per operand%s\n",
-               llc.bytes / kMiB, llc.source.c_str(), budget / kMiB, note.c_str());
-  return budget;
-}
-
-References measure_references(const KernelGrid& grid, std::FILE* info) {
-  References refs;
-  refs.cold_budget = cold_budget(info);
-  std::fprintf(stderr, "probing read bandwidth and int8 peak...\n");
-  for (const Bandwidth& bw : read_bandwidth(refs.cold_budget, grid.threads, kBandwidthPasses)) {
-    refs.read_gbps[bw.threads] = bw.gbps.median;
-    std::fprintf(info, "read bandwidth, %d thread%s: median %.1f GB/s (p10 %.1f, p90 %.1f, max %.1f; %d passes over %zu MiB)\n",
-                 bw.threads, bw.threads == 1 ? "" : "s", bw.gbps.median, bw.gbps.p10, bw.gbps.p90, bw.gbps.max,
-                 bw.gbps.samples, refs.cold_budget / kMiB);
-  }
-  const DotPeak peak = dot_peak_for(w4a8::kernel_name(*grid.kernel));
-  const std::vector<DotPeakRate> rates = dot_peak(peak, grid.threads, kPeakRuns);
-  if (rates.empty()) std::fprintf(info, "int8 peak: no probe for this kernel on this CPU (peak_ratio omitted)\n");
-  for (const DotPeakRate& rate : rates) {
-    refs.peak_gops[rate.threads] = rate.gops.median;
-    std::fprintf(info, "int8 peak (%s), %d thread%s: median %.0f G int-op/s (max %.0f; %d runs)\n",
-                 dot_peak_name(peak), rate.threads, rate.threads == 1 ? "" : "s", rate.gops.median,
-                 rate.gops.max, rate.gops.samples);
-  }
-  return refs;
 }
 
 TimingPlan plan_for(const KernelGrid& grid) {
@@ -142,7 +90,9 @@ std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Wei
     if (run.fixed_costs.count(key) == 0) run.fixed_costs[key] = fixed_call_cost(*grid.kernel, s.k, weights.group, x, 1, 1);
     fixed = &run.fixed_costs[key];
   }
-  ColdCopies<w4a8::PackedWeights> cold(packed, packed.bytes(), run.refs.cold_budget);
+  ColdCopies<w4a8::PackedWeights> cold(packed, packed.bytes(), run.cold_budget);
+  // Write back the dirty lines the copying left in the caches before the first case is timed.
+  for (size_t i = 0; i < cold.count(); ++i) read_through(cold[i].data(), cold[i].bytes());
   std::vector<CaseResult> block;
   for (int64_t m : grid.ms) {
     for (int threads : grid.threads) {
@@ -164,12 +114,10 @@ std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Wei
       const double t = r.seconds.median;
       r.gflops = 2.0 * static_cast<double>(m) * static_cast<double>(s.n) * static_cast<double>(s.k) / t * 1e-9;
       r.weight_gbps = static_cast<double>(r.weight_bytes) / t * 1e-9;
-      r.read_bw_gbps = run.refs.read_gbps.at(threads);
+      r.read_bw_gbps = run.refs.read_gbps(threads);
+      r.int8_peak_gops = run.refs.peak_gops(threads);
       if (m <= 4) r.bw_ratio = r.weight_gbps / r.read_bw_gbps;
-      if (const auto it = run.refs.peak_gops.find(threads); it != run.refs.peak_gops.end()) {
-        r.int8_peak_gops = it->second;
-        if (m >= 64) r.peak_ratio = r.gflops / r.int8_peak_gops;
-      }
+      if (m >= 64) r.peak_ratio = r.gflops / r.int8_peak_gops;
       if (m == 1 && fixed != nullptr) {
         r.fixed_seconds = fixed->seconds;
         r.quant_share = fixed->seconds / t;
@@ -185,7 +133,9 @@ std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s
                                                         const float* x, float* y) {
   const KernelGrid& grid = run.grid;
   const AlignedBuffer w = weights.dequantized();
-  ColdCopies<AlignedBuffer> cold(w, w.size(), run.refs.cold_budget);
+  ColdCopies<AlignedBuffer> cold(w, w.size(), run.cold_budget);
+  // Write back the dirty lines the copying left in the caches before the first case is timed.
+  for (size_t i = 0; i < cold.count(); ++i) read_through(cold[i].data(), cold[i].size());
   std::map<std::pair<int64_t, int>, double> seconds;
   for (int64_t m : grid.ms) {
     for (int threads : grid.threads) {
@@ -203,6 +153,7 @@ std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s
 
 void run_shape(Run& run, const Shape& s) {
   const KernelGrid& grid = run.grid;
+  run.refs.measure(run.info, std::to_string(s.n) + "x" + std::to_string(s.k));
   const int64_t max_m = *std::max_element(grid.ms.begin(), grid.ms.end());
   const std::vector<float> x = random_normal(static_cast<size_t>(max_m * s.k), 1000 + static_cast<uint64_t>(s.k));
   AlignedBuffer y(static_cast<size_t>(max_m * s.n) * sizeof(float));
@@ -242,20 +193,21 @@ int run_kernel_bench(int argc, char** argv, int first) {
   const KernelGrid grid = kernel_grid(args);
   const auto start = Clock::now();
 
-  Run run{grid, grid.json ? stderr : stdout, {}, std::string(w4a8::kernel_name(*grid.kernel)), {}, 0, {}};
-  std::fprintf(run.info, "dq4 bench kernels%s: kernel %s, threads %s (pool %d), cpu: %s\n", grid.quick ? " --quick" : "",
-               run.isa.c_str(), join(grid.threads).c_str(), ThreadPool::global().size(),
-               cpu_features().to_string().c_str());
-  std::fprintf(run.info, "load average: %s\n", load_average().c_str());
-  if (grid.baseline) std::fprintf(run.info, "f32 baseline: %s\n", f32_library().c_str());
-  run.refs = measure_references(grid, run.info);
+  std::FILE* info = grid.json ? stderr : stdout;
+  std::fprintf(info, "dq4 bench kernels%s: kernel %s, threads %s (pool %d), cpu: %s\n", grid.quick ? " --quick" : "",
+               std::string(w4a8::kernel_name(*grid.kernel)).c_str(), join(grid.threads).c_str(),
+               ThreadPool::global().size(), cpu_features().to_string().c_str());
+  if (grid.baseline) std::fprintf(info, "f32 baseline: %s\n", f32_library().c_str());
+  std::fprintf(info, "load average: %s\n", load_average().c_str());
+  Run run(grid, info, cold_budget(info));
+  std::fprintf(info, "%s\n", run.refs.method().c_str());
   if (!grid.json) print_table_header(stdout);
 
   for (const Shape& s : grid.shapes) run_shape(run, s);
 
   if (grid.json) print_json(stdout, run.results);
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  std::fprintf(run.info, "%lld cases in %.1f s; load average now: %s\n", static_cast<long long>(grid.cases()), elapsed,
+  std::fprintf(info, "%lld cases in %.1f s; load average now: %s\n", static_cast<long long>(grid.cases()), elapsed,
                load_average().c_str());
   return 0;
 }

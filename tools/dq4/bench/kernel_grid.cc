@@ -24,20 +24,27 @@ constexpr const char* kQuickMs = "1,4,64,256";
 constexpr const char* kQuickGroups = "0,32,128";
 constexpr const char* kQuickMinTime = "0.05";
 
+// "a,b,c" -> {"a", "b", "c"}; an empty text gives one empty item.
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  for (size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', start)) {
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  items.push_back(text.substr(start));
+  return items;
+}
+
 // Comma-separated integers; `option` names the option in errors.
 std::vector<int64_t> parse_integers(const std::string& option, const std::string& text) {
   std::vector<int64_t> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : split_commas(text)) {
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0')
       throw Error("option --" + option + " needs comma-separated integers, got '" + text + "'");
     out.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return out;
 }
@@ -51,8 +58,9 @@ std::string value_or(const Args& args, const std::string& name, const char* fall
 }  // namespace
 
 void declare_kernel_bench_options(Args& args) {
-  args.option("quick", "", "a representative subset that runs in about a minute: shapes " + std::string(kQuickShapes) +
-                               ", M " + kQuickMs + ", groups " + kQuickGroups + ", min-time " + kQuickMinTime)
+  std::string quick = "a subset in well under two minutes: shapes ";
+  quick.append(kQuickShapes).append(", M ").append(kQuickMs).append(", min-time ").append(kQuickMinTime);
+  args.option("quick", "", quick)
       .option("json", "", "print one JSON array (an object per case) on stdout instead of the table")
       .option("shapes", "NxK,...", "weight shapes, N output channels x K inputs (default: Llama 1B/3B/8B and lm_head)")
       .option("m", "LIST", std::string("activation rows (default: ") + kFullMs + ")")
@@ -66,22 +74,17 @@ void declare_kernel_bench_options(Args& args) {
 
 std::vector<Shape> parse_shapes(const std::string& text) {
   std::vector<Shape> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : split_commas(text)) {
     const size_t x = item.find('x');
-    char* end_n = nullptr;
-    char* end_k = nullptr;
     const std::string n_text = x == std::string::npos ? "" : item.substr(0, x);
     const std::string k_text = x == std::string::npos ? "" : item.substr(x + 1);
+    char* end_n = nullptr;
+    char* end_k = nullptr;
     const long long n = std::strtoll(n_text.c_str(), &end_n, 10);
     const long long k = std::strtoll(k_text.c_str(), &end_k, 10);
     if (n_text.empty() || k_text.empty() || *end_n != '\0' || *end_k != '\0' || n <= 0 || k <= 0)
       throw Error("option --shapes needs comma-separated NxK with positive N and K, got '" + item + "'");
     out.push_back({n, k});
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return out;
 }

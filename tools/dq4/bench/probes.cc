@@ -129,18 +129,6 @@ Reader widest_reader() {
   return read_portable;
 }
 
-struct PageBuffer {
-  explicit PageBuffer(size_t bytes) : size(bytes) {
-    data = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes));
-    if (data == nullptr) throw std::bad_alloc();
-  }
-  ~PageBuffer() { std::free(data); }
-  PageBuffer(const PageBuffer&) = delete;
-  PageBuffer& operator=(const PageBuffer&) = delete;
-  uint8_t* data;
-  size_t size;
-};
-
 // Part `t` of `parts` of a buffer of `bytes`, in whole read chunks.
 void part_range(size_t bytes, int64_t t, int64_t parts, size_t* begin, size_t* length) {
   const size_t chunks = bytes / kReadChunk;
@@ -153,59 +141,93 @@ void part_range(size_t bytes, int64_t t, int64_t parts, size_t* begin, size_t* l
 // ---- int8 dot peak --------------------------------------------------------------------------
 
 #if defined(__x86_64__)
+// Inline assembly keeps every accumulator in its own register and each instruction in the loop
+// exactly once (with intrinsics, GCC 12 adds a register copy per VPDPBUSD).
 constexpr int kZmmAccumulators = 16;
 constexpr int kYmmAccumulators = 12;
-constexpr int kMaddubsChains = 6;
+constexpr int kMaddubsChains = 8;
 
 __attribute__((target("avx512f,avx512vnni"))) uint64_t loop_avx512_vnni(int64_t iterations, int seed) {
-  __m512i a = _mm512_set1_epi32(seed), b = _mm512_set1_epi32(seed * 7 + 1);
-  __m512i acc[kZmmAccumulators];
-  for (int j = 0; j < kZmmAccumulators; ++j) acc[j] = _mm512_set1_epi32(j);
+  const __m512i a = _mm512_set1_epi32(seed), b = _mm512_set1_epi32(seed * 7 + 1);
+  __m512i c0 = _mm512_set1_epi32(0), c1 = _mm512_set1_epi32(1), c2 = _mm512_set1_epi32(2), c3 = _mm512_set1_epi32(3);
+  __m512i c4 = _mm512_set1_epi32(4), c5 = _mm512_set1_epi32(5), c6 = _mm512_set1_epi32(6), c7 = _mm512_set1_epi32(7);
+  __m512i c8 = c0, c9 = c1, c10 = c2, c11 = c3, c12 = c4, c13 = c5, c14 = c6, c15 = c7;
   for (int64_t i = 0; i < iterations; ++i) {
-    __asm__("" : "+v"(a), "+v"(b));  // opaque sources: nothing can be folded
-#pragma GCC unroll 16
-    for (int j = 0; j < kZmmAccumulators; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+    __asm__ volatile(
+        "vpdpbusd %[b], %[a], %[c0]\n\tvpdpbusd %[b], %[a], %[c1]\n\tvpdpbusd %[b], %[a], %[c2]\n\t"
+        "vpdpbusd %[b], %[a], %[c3]\n\tvpdpbusd %[b], %[a], %[c4]\n\tvpdpbusd %[b], %[a], %[c5]\n\t"
+        "vpdpbusd %[b], %[a], %[c6]\n\tvpdpbusd %[b], %[a], %[c7]"
+        : [c0] "+v"(c0), [c1] "+v"(c1), [c2] "+v"(c2), [c3] "+v"(c3), [c4] "+v"(c4), [c5] "+v"(c5),
+          [c6] "+v"(c6), [c7] "+v"(c7)
+        : [a] "v"(a), [b] "v"(b));
+    __asm__ volatile(
+        "vpdpbusd %[b], %[a], %[c0]\n\tvpdpbusd %[b], %[a], %[c1]\n\tvpdpbusd %[b], %[a], %[c2]\n\t"
+        "vpdpbusd %[b], %[a], %[c3]\n\tvpdpbusd %[b], %[a], %[c4]\n\tvpdpbusd %[b], %[a], %[c5]\n\t"
+        "vpdpbusd %[b], %[a], %[c6]\n\tvpdpbusd %[b], %[a], %[c7]"
+        : [c0] "+v"(c8), [c1] "+v"(c9), [c2] "+v"(c10), [c3] "+v"(c11), [c4] "+v"(c12), [c5] "+v"(c13),
+          [c6] "+v"(c14), [c7] "+v"(c15)
+        : [a] "v"(a), [b] "v"(b));
   }
-  __m512i sum = acc[0];
-  for (int j = 1; j < kZmmAccumulators; ++j) sum = _mm512_xor_si512(sum, acc[j]);
+  const __m512i sum = _mm512_xor_si512(
+      _mm512_xor_si512(_mm512_xor_si512(_mm512_xor_si512(c0, c1), _mm512_xor_si512(c2, c3)),
+                       _mm512_xor_si512(_mm512_xor_si512(c4, c5), _mm512_xor_si512(c6, c7))),
+      _mm512_xor_si512(_mm512_xor_si512(_mm512_xor_si512(c8, c9), _mm512_xor_si512(c10, c11)),
+                       _mm512_xor_si512(_mm512_xor_si512(c12, c13), _mm512_xor_si512(c14, c15))));
   alignas(64) uint64_t lanes[8];
   _mm512_store_si512(lanes, sum);
   return fold(lanes, 8);
 }
 
+// The VEX encoding reaches ymm0-15 only, hence the "x" constraints.
 __attribute__((target("avx2,avxvnni"))) uint64_t loop_avx_vnni(int64_t iterations, int seed) {
-  __m256i a = _mm256_set1_epi32(seed), b = _mm256_set1_epi32(seed * 7 + 1);
-  __m256i acc[kYmmAccumulators];
-  for (int j = 0; j < kYmmAccumulators; ++j) acc[j] = _mm256_set1_epi32(j);
+  const __m256i a = _mm256_set1_epi32(seed), b = _mm256_set1_epi32(seed * 7 + 1);
+  __m256i c0 = _mm256_set1_epi32(0), c1 = _mm256_set1_epi32(1), c2 = _mm256_set1_epi32(2), c3 = _mm256_set1_epi32(3);
+  __m256i c4 = _mm256_set1_epi32(4), c5 = _mm256_set1_epi32(5), c6 = c0, c7 = c1, c8 = c2, c9 = c3, c10 = c4, c11 = c5;
   for (int64_t i = 0; i < iterations; ++i) {
-    __asm__("" : "+x"(a), "+x"(b));
-#pragma GCC unroll 12
-    for (int j = 0; j < kYmmAccumulators; ++j) acc[j] = _mm256_dpbusd_avx_epi32(acc[j], a, b);
+    __asm__ volatile(
+        "%{vex%} vpdpbusd %[b], %[a], %[c0]\n\t%{vex%} vpdpbusd %[b], %[a], %[c1]\n\t"
+        "%{vex%} vpdpbusd %[b], %[a], %[c2]\n\t%{vex%} vpdpbusd %[b], %[a], %[c3]\n\t"
+        "%{vex%} vpdpbusd %[b], %[a], %[c4]\n\t%{vex%} vpdpbusd %[b], %[a], %[c5]"
+        : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4), [c5] "+x"(c5)
+        : [a] "x"(a), [b] "x"(b));
+    __asm__ volatile(
+        "%{vex%} vpdpbusd %[b], %[a], %[c0]\n\t%{vex%} vpdpbusd %[b], %[a], %[c1]\n\t"
+        "%{vex%} vpdpbusd %[b], %[a], %[c2]\n\t%{vex%} vpdpbusd %[b], %[a], %[c3]\n\t"
+        "%{vex%} vpdpbusd %[b], %[a], %[c4]\n\t%{vex%} vpdpbusd %[b], %[a], %[c5]"
+        : [c0] "+x"(c6), [c1] "+x"(c7), [c2] "+x"(c8), [c3] "+x"(c9), [c4] "+x"(c10), [c5] "+x"(c11)
+        : [a] "x"(a), [b] "x"(b));
   }
-  __m256i sum = acc[0];
-  for (int j = 1; j < kYmmAccumulators; ++j) sum = _mm256_xor_si256(sum, acc[j]);
+  const __m256i sum = _mm256_xor_si256(
+      _mm256_xor_si256(_mm256_xor_si256(_mm256_xor_si256(c0, c1), _mm256_xor_si256(c2, c3)),
+                       _mm256_xor_si256(_mm256_xor_si256(c4, c5), _mm256_xor_si256(c6, c7))),
+      _mm256_xor_si256(_mm256_xor_si256(c8, c9), _mm256_xor_si256(c10, c11)));
   return fold_ymm(sum);
 }
 
-// u8 x s8 -> int32 without VNNI: VPMADDUBSW (pairs to int16), VPMADDWD by ones (to int32), VPADDD.
+// u8 x s8 -> int32 without VNNI, as AVX2 kernels do it: VPMADDUBSW (adjacent pairs to int16),
+// VPMADDWD by ones (to int32), VPADDD into the accumulator.
 __attribute__((target("avx2"))) uint64_t loop_avx2_maddubs(int64_t iterations, int seed) {
-  __m256i a0 = _mm256_set1_epi32(seed), a1 = _mm256_set1_epi32(seed + 1), a2 = _mm256_set1_epi32(seed + 2);
-  __m256i b0 = _mm256_set1_epi32(seed * 7 + 1), b1 = _mm256_set1_epi32(seed * 5 + 3);
+  const __m256i a = _mm256_set1_epi32(seed), b = _mm256_set1_epi32(seed * 7 + 1);
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc[kMaddubsChains];
-  for (int j = 0; j < kMaddubsChains; ++j) acc[j] = _mm256_set1_epi32(j);
+  __m256i c0 = _mm256_set1_epi32(0), c1 = _mm256_set1_epi32(1), c2 = _mm256_set1_epi32(2), c3 = _mm256_set1_epi32(3);
+  __m256i c4 = c0, c5 = c1, c6 = c2, c7 = c3;
+  __m256i t0, t1;
   for (int64_t i = 0; i < iterations; ++i) {
-    // Every product must be recomputed each iteration, as with fresh weights in a kernel.
-    __asm__("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(b0), "+x"(b1));
-    const __m256i a[3] = {a0, a1, a2};
-#pragma GCC unroll 6
-    for (int j = 0; j < kMaddubsChains; ++j) {
-      const __m256i p16 = _mm256_maddubs_epi16(a[j % 3], j < 3 ? b0 : b1);
-      acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(p16, ones));
-    }
+#define DQ4_MADDUBS_STEP(c, t)                 \
+  "vpmaddubsw %[b], %[a], %[" t "]\n\t"        \
+  "vpmaddwd %[ones], %[" t "], %[" t "]\n\t"   \
+  "vpaddd %[" t "], %[" c "], %[" c "]\n\t"
+    __asm__ volatile(DQ4_MADDUBS_STEP("c0", "t0") DQ4_MADDUBS_STEP("c1", "t1") DQ4_MADDUBS_STEP("c2", "t0")
+                         DQ4_MADDUBS_STEP("c3", "t1") DQ4_MADDUBS_STEP("c4", "t0") DQ4_MADDUBS_STEP("c5", "t1")
+                             DQ4_MADDUBS_STEP("c6", "t0") DQ4_MADDUBS_STEP("c7", "t1")
+                     : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4), [c5] "+x"(c5),
+                       [c6] "+x"(c6), [c7] "+x"(c7), [t0] "=&x"(t0), [t1] "=&x"(t1)
+                     : [a] "x"(a), [b] "x"(b), [ones] "x"(ones));
+#undef DQ4_MADDUBS_STEP
   }
-  __m256i sum = acc[0];
-  for (int j = 1; j < kMaddubsChains; ++j) sum = _mm256_xor_si256(sum, acc[j]);
+  const __m256i sum =
+      _mm256_xor_si256(_mm256_xor_si256(_mm256_xor_si256(c0, c1), _mm256_xor_si256(c2, c3)),
+                       _mm256_xor_si256(_mm256_xor_si256(c4, c5), _mm256_xor_si256(c6, c7)));
   return fold_ymm(sum);
 }
 #endif
@@ -256,37 +278,51 @@ CacheSize last_level_cache() {
   return {size_t{32} << 20, "fallback (no cache size reported)"};
 }
 
-std::vector<Bandwidth> read_bandwidth(size_t bytes, const std::vector<int>& threads, int passes) {
+void read_through(const void* data, size_t bytes) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  const size_t body = bytes / kReadChunk * kReadChunk;
+  uint64_t sum = widest_reader()(p, body);
+  for (size_t i = body; i < bytes; ++i) sum += p[i];
+  g_sink = sum;
+}
+
+ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes) {
   const size_t unit = size_t{2} << 20;
-  bytes = std::max(unit, bytes / unit * unit);
-  PageBuffer buffer(bytes);
+  bytes_ = std::max(unit, bytes / unit * unit);
+  data_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes_));
+  if (data_ == nullptr) throw std::bad_alloc();
   ThreadPool& pool = ThreadPool::global();
-  const int touch_threads = pool.size();
+  const int parts = pool.size();
   pool.run(
-      touch_threads,
+      parts,
       [&](int64_t t) {
         size_t begin = 0, length = 0;
-        part_range(bytes, t, touch_threads, &begin, &length);
-        std::memset(buffer.data + begin, 0x5a + static_cast<int>(t), length);
+        part_range(bytes_, t, parts, &begin, &length);
+        std::memset(data_ + begin, 0x5a + static_cast<int>(t), length);
       },
-      touch_threads);
+      parts);
+}
 
+ReadBandwidthProbe::~ReadBandwidthProbe() { std::free(data_); }
+
+std::vector<Bandwidth> ReadBandwidthProbe::measure(const std::vector<int>& threads, int passes) const {
   const Reader reader = widest_reader();
+  ThreadPool& pool = ThreadPool::global();
   std::vector<std::vector<double>> samples(threads.size());
   for (int pass = -1; pass < passes; ++pass) {  // pass -1 warms up
     for (size_t i = 0; i < threads.size(); ++i) {
-      const int nt = threads[i];
+      const int parts = threads[i];
       const auto start = Clock::now();
       pool.run(
-          nt,
+          parts,
           [&](int64_t t) {
             size_t begin = 0, length = 0;
-            part_range(bytes, t, nt, &begin, &length);
-            g_sink = reader(buffer.data + begin, length);
+            part_range(bytes_, t, parts, &begin, &length);
+            g_sink = reader(data_ + begin, length);
           },
-          nt);
+          parts);
       const double s = seconds_since(start);
-      if (pass >= 0) samples[i].push_back(static_cast<double>(bytes) / s * 1e-9);
+      if (pass >= 0) samples[i].push_back(static_cast<double>(bytes_) / s * 1e-9);
     }
   }
   std::vector<Bandwidth> out;

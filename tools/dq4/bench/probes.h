@@ -4,6 +4,7 @@
 // probe) and the int8 dot-product peak of the instruction a kernel is built on.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,10 +26,29 @@ struct Bandwidth {
   Summary gbps;  // GB/s (1e9 bytes per second) read
 };
 
-// Streams a buffer of `bytes` (first-touched in parallel) with the widest loads the CPU has, each
-// thread reading one contiguous part; `passes` passes per thread count, the thread counts
-// alternating pass by pass so that noise from other processes hits all of them alike.
-std::vector<Bandwidth> read_bandwidth(size_t bytes, const std::vector<int>& threads, int passes);
+// A read-only streaming probe over a buffer allocated and first-touched (in parallel) once, so
+// that it can be re-measured cheaply during a run.
+class ReadBandwidthProbe {
+ public:
+  explicit ReadBandwidthProbe(size_t bytes);  // rounded to 2 MiB
+  ~ReadBandwidthProbe();
+  ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
+  ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
+
+  size_t bytes() const { return bytes_; }
+  // `passes` passes per thread count, the thread counts alternating pass by pass so that noise
+  // from other processes hits all of them alike; each thread streams one contiguous part with the
+  // widest loads the CPU has.
+  std::vector<Bandwidth> measure(const std::vector<int>& threads, int passes) const;
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Reads `bytes` at `data` (64-byte aligned) once with the widest loads, e.g. so that the dirty
+// cache lines left by writing a buffer are written back before the buffer is timed.
+void read_through(const void* data, size_t bytes);
 
 // The int8 dot-product instruction sequences a kernel can be bounded by.
 enum class DotPeak {

@@ -9,8 +9,9 @@ Summary time_calls(const std::function<void()>& call, const TimingPlan& plan) {
   using Clock = std::chrono::steady_clock;
   const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   const auto warmup_start = Clock::now();
-  do call();
-  while (seconds(Clock::now() - warmup_start) < plan.warmup_s);
+  do {
+    call();
+  } while (seconds(Clock::now() - warmup_start) < plan.warmup_s);
 
   std::vector<double> samples;
   double total = 0;

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Cross-builds kernels_tests for aarch64 into build-arm/ and runs the whole suite under qemu-user
+# on three emulated CPUs, checking that runtime dispatch picks the kernel each one must get:
+#   max         dotprod + i8mm   -> neon_i8mm
+#   cortex-a76  dotprod, no i8mm -> neon_dotprod (neon_i8mm unsupported)
+#   cortex-a72  plain NEON       -> neon (neon_dotprod and neon_i8mm unsupported)
+# Every kernel the CPU supports is compared bit for bit with the reference by the suite itself.
+# Needs: g++-aarch64-linux-gnu qemu-user googletest nlohmann-json3-dev cmake (ninja-build optional).
+# Exits non-zero if the build, any test or any dispatch check fails.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$repo/build-arm"
+sysroot=/usr/aarch64-linux-gnu
+export DQ4_FIXTURES="${DQ4_FIXTURES:-$repo/../shared/fixtures}"
+
+for tool in aarch64-linux-gnu-g++ qemu-aarch64 cmake; do
+  command -v "$tool" >/dev/null || { echo "test-arm: $tool not found" >&2; exit 2; }
+done
+[[ -d "$DQ4_FIXTURES" ]] || { echo "test-arm: DQ4_FIXTURES=$DQ4_FIXTURES is not a directory" >&2; exit 2; }
+
+options=()
+if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then options+=(-G Ninja); fi
+if command -v ccache >/dev/null; then
+  options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S "$repo" -B "$build" "${options[@]}" \
+  -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" -DDQ4_BUILD_TOOLS=OFF
+cmake --build "$build" --target kernels_tests --parallel "$(nproc)"
+
+failed=0
+# run CPU EXPECTED_DEFAULT EXPECTED_SUPPORTED_LIST
+run() {
+  local cpu=$1 want_default=$2 want_supported=$3 xml="$build/kernels_tests-$1.xml"
+  echo "== qemu-aarch64 -cpu $cpu"
+  rm -f "$xml"
+  local start=$SECONDS
+  if ! qemu-aarch64 -cpu "$cpu" -L "$sysroot" "$build/tests/kernels_tests" --gtest_brief=1 \
+      --gtest_output="xml:$xml"; then
+    echo "test-arm: FAILED: kernels_tests under -cpu $cpu" >&2
+    failed=1
+  fi
+  if ! grep -q "name=\"chosen_kernel\" value=\"$want_default\"" "$xml" 2>/dev/null; then
+    echo "test-arm: FAILED: -cpu $cpu did not choose $want_default by default" >&2
+    failed=1
+  fi
+  if ! grep -q "name=\"supported_kernels\" value=\"$want_supported\"" "$xml" 2>/dev/null; then
+    echo "test-arm: FAILED: -cpu $cpu should support exactly: $want_supported" >&2
+    failed=1
+  fi
+  echo "   $(grep -o 'tests="[0-9]*" failures="[0-9]*" disabled="[0-9]*"' "$xml" 2>/dev/null | head -1)" \
+       "in $((SECONDS - start)) s"
+}
+
+run max "neon_i8mm" "reference neon neon_dotprod neon_i8mm"
+run cortex-a76 "neon_dotprod" "reference neon neon_dotprod"
+run cortex-a72 "neon" "reference neon"
+
+if [[ $failed -ne 0 ]]; then
+  echo "test-arm: FAILED" >&2
+  exit 1
+fi
+echo "test-arm: all passed"

@@ -1,0 +1,45 @@
+#pragma once
+// The machine limits `dq4 bench kernels` compares the kernel with, kept for a whole run and
+// re-measured before each shape: on a shared host the ratios then compare with what the machine
+// delivered just before, not at the start of a long run.
+
+#include <cstddef>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/probes.h"
+
+namespace dq4::cli::bench {
+
+// Bytes each cold operand's copies fill together: 4x the last-level cache, capped at 2 GiB and at
+// a quarter of the memory. Prints how it was chosen (and whether capped) to `info`.
+size_t cold_budget(std::FILE* info);
+
+// The 1, 5 and 15 minute load averages of /proc/loadavg.
+std::string load_average();
+
+class MachineReferences {
+ public:
+  // A read-bandwidth probe over `probe_bytes` and the int8 peak of `kernel_name`'s instruction.
+  MachineReferences(size_t probe_bytes, std::string_view kernel_name, std::vector<int> threads);
+
+  // Re-measures both and prints one line, naming `before`, to `out`.
+  void measure(std::FILE* out, const std::string& before);
+
+  // Latest medians for `threads`; the peak is NaN when there is no probe.
+  double read_gbps(int threads) const { return read_gbps_.at(threads); }
+  double peak_gops(int threads) const;
+  // One line on how the references are measured.
+  std::string method() const;
+
+ private:
+  ReadBandwidthProbe read_probe_;
+  DotPeak peak_;
+  std::vector<int> threads_;
+  std::map<int, double> read_gbps_, peak_gops_;
+};
+
+}  // namespace dq4::cli::bench
