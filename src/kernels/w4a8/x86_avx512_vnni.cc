@@ -7,6 +7,7 @@
 
 #include <cfloat>
 #include <cstring>
+#include <type_traits>
 
 #include "kernel.h"
 #include "qai8dx.h"
@@ -87,7 +88,9 @@ inline int32_t load_dword(const int8_t* p) {
 // Integer dot products start[r] + sum(a * u) of MR rows with the 64 columns over `steps` steps of
 // 8 k from k0, handed to finish(r, j, sums of columns 16j..16j+15) while still in registers. The accumulators live only inside this loop so that they stay in
 // registers; with one row the two nibble planes get separate accumulators to hide VPDPBUSD latency.
-template <int MR, bool kStream, class Finish>
+// kSteps > 0 fixes the step count at compile time (full groups of 32/64/128): the loop is then
+// unrolled and the accumulators stay put in registers.
+template <int MR, bool kStream, int kSteps = 0, class Finish>
 __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
                                                      const int8_t* const* q, int64_t k0,
                                                      const int32_t* start, Finish&& finish) {
@@ -101,6 +104,8 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t s
       acc[0][r][j] = _mm512_set1_epi32(start[r]);
       if constexpr (kPlanes == 2) acc[1][r][j] = _mm512_setzero_si512();
     }
+  if constexpr (kSteps > 0) steps = kSteps;
+#pragma GCC unroll 16
   for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
     __m512i lo[kVectors], hi[kVectors];
 #pragma GCC unroll 4
@@ -166,19 +171,31 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
     // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
     // integer accumulators of the hot loop.
     alignas(64) float facc[MR][kNr] = {};
-    for (int64_t g = 0; g < l.groups; ++g) {
+    auto group_pass = [&](int64_t g, auto fixed_steps) {
       int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
       for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
       const uint16_t* scales = panel.group_scales(g);
-      dot_steps<MR, kStream>(
+      alignas(64) float d[kNr];  // the group's bf16 scales widened once, not once per row
+      for (int j = 0; j < kVectors; ++j)
+        _mm512_store_ps(d + 16 * j, _mm512_castsi512_ps(_mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16 * j))), 16)));
+      dot_steps<MR, kStream, decltype(fixed_steps)::value>(
           panel.group_data(g), l.group_steps(g), q, l.group_begin(g), start,
           [&](int r, int j, __m512i block) {
-            const __m512 d = _mm512_castsi512_ps(_mm512_slli_epi32(
-                _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16 * j))), 16));
-            _mm512_store_ps(facc[r] + 16 * j,
-                            _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), d, _mm512_load_ps(facc[r] + 16 * j)));
+            _mm512_store_ps(facc[r] + 16 * j, _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), _mm512_load_ps(d + 16 * j),
+                                                              _mm512_load_ps(facc[r] + 16 * j)));
           });
+    };
+    auto full_groups = [&](auto fixed_steps) {
+      for (int64_t g = 0; g + 1 < l.groups; ++g) group_pass(g, fixed_steps);
+    };
+    switch (l.full_group_steps) {
+      case 4: full_groups(std::integral_constant<int, 4>()); break;
+      case 8: full_groups(std::integral_constant<int, 8>()); break;
+      case 16: full_groups(std::integral_constant<int, 16>()); break;
+      default: full_groups(std::integral_constant<int, 0>()); break;
     }
+    group_pass(l.groups - 1, std::integral_constant<int, 0>());  // may be partial
     for (int r = 0; r < MR; ++r) {
       const __m512 neg_zp = _mm512_set1_ps(static_cast<float>(-lhs.zp[m + r]));
       const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);

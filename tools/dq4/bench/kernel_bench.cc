@@ -114,10 +114,6 @@ std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Wei
       const double t = r.seconds.median;
       r.gflops = 2.0 * static_cast<double>(m) * static_cast<double>(s.n) * static_cast<double>(s.k) / t * 1e-9;
       r.weight_gbps = static_cast<double>(r.weight_bytes) / t * 1e-9;
-      r.read_bw_gbps = run.refs.read_gbps(threads);
-      r.int8_peak_gops = run.refs.peak_gops(threads);
-      if (m <= 4) r.bw_ratio = r.weight_gbps / r.read_bw_gbps;
-      if (m >= 64) r.peak_ratio = r.gflops / r.int8_peak_gops;
       if (m == 1 && fixed != nullptr) {
         r.fixed_seconds = fixed->seconds;
         r.quant_share = fixed->seconds / t;
@@ -151,9 +147,24 @@ std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s
   return seconds;
 }
 
+// The ratios to the machine references (known once the shape is done) and to the f32 baseline.
+void add_ratios(CaseResult& r, const MachineReferences& refs,
+                const std::map<std::pair<int64_t, int>, double>& f32_seconds) {
+  r.read_bw_gbps = refs.read_gbps(r.threads);
+  r.int8_peak_gops = refs.peak_gops(r.threads);
+  if (r.m <= 4) r.bw_ratio = r.weight_gbps / r.read_bw_gbps;
+  if (r.m >= 64) r.peak_ratio = r.gflops / r.int8_peak_gops;
+  if (const auto it = f32_seconds.find({r.m, r.threads}); it != f32_seconds.end()) {
+    r.f32_seconds = it->second;
+    r.speedup_vs_f32 = it->second / r.seconds.median;
+  }
+}
+
 void run_shape(Run& run, const Shape& s) {
   const KernelGrid& grid = run.grid;
-  run.refs.measure(run.info, std::to_string(s.n) + "x" + std::to_string(s.k));
+  const std::string shape = std::to_string(s.n) + "x" + std::to_string(s.k);
+  run.refs.reset();
+  run.refs.measure(run.info, "before " + shape);
   const int64_t max_m = *std::max_element(grid.ms.begin(), grid.ms.end());
   const std::vector<float> x = random_normal(static_cast<size_t>(max_m * s.k), 1000 + static_cast<uint64_t>(s.k));
   AlignedBuffer y(static_cast<size_t>(max_m * s.n) * sizeof(float));
@@ -162,19 +173,19 @@ void run_shape(Run& run, const Shape& s) {
   // The f32 time does not depend on the group size: measured once per shape, on the weights of
   // the first group size.
   std::map<std::pair<int64_t, int>, double> f32_seconds;
+  std::vector<CaseResult> cases;
   for (int64_t group : grid.groups) {
     const Int4Weights weights = random_int4_weights(nibbles, s.n, s.k, group == s.k ? 0 : group,
                                                     100 + static_cast<uint64_t>(group));
-    std::vector<CaseResult> block = run_kernel_cases(run, s, weights, x.data(), yp);
+    const std::vector<CaseResult> block = run_kernel_cases(run, s, weights, x.data(), yp);
+    cases.insert(cases.end(), block.begin(), block.end());
     if (grid.baseline && f32_seconds.empty()) f32_seconds = run_f32_cases(run, s, weights, x.data(), yp);
-    for (CaseResult& r : block) {
-      if (const auto it = f32_seconds.find({r.m, r.threads}); it != f32_seconds.end()) {
-        r.f32_seconds = it->second;
-        r.speedup_vs_f32 = it->second / r.seconds.median;
-      }
-      if (!grid.json) print_table_row(stdout, r);
-      run.results.push_back(r);
-    }
+  }
+  run.refs.measure(run.info, "after " + shape);
+  for (CaseResult& r : cases) {
+    add_ratios(r, run.refs, f32_seconds);
+    if (!grid.json) print_table_row(stdout, r);
+    run.results.push_back(r);
   }
 }
 

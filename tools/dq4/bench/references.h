@@ -1,7 +1,8 @@
 #pragma once
 // The machine limits `dq4 bench kernels` compares the kernel with, kept for a whole run and
-// re-measured before each shape: on a shared host the ratios then compare with what the machine
-// delivered just before, not at the start of a long run.
+// re-measured before and after each shape. On a shared host a probe that overlaps another
+// process's work reads low; keeping the larger of the two medians makes the ratios compare with
+// what the machine delivered around the cases rather than with a disturbed probe.
 
 #include <cstddef>
 #include <cstdio>
@@ -26,10 +27,13 @@ class MachineReferences {
   // A read-bandwidth probe over `probe_bytes` and the int8 peak of `kernel_name`'s instruction.
   MachineReferences(size_t probe_bytes, std::string_view kernel_name, std::vector<int> threads);
 
-  // Re-measures both and prints one line, naming `before`, to `out`.
-  void measure(std::FILE* out, const std::string& before);
+  // Forgets the measurements so far.
+  void reset();
+  // Measures both, keeping per thread count the larger median since reset(), and prints one line
+  // naming `when` to `out`.
+  void measure(std::FILE* out, const std::string& when);
 
-  // Latest medians for `threads`; the peak is NaN when there is no probe.
+  // Largest medians since reset() for `threads`; the peak is NaN when there is no probe.
   double read_gbps(int threads) const { return read_gbps_.at(threads); }
   double peak_gops(int threads) const;
   // One line on how the references are measured.
