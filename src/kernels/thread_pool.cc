@@ -112,7 +112,14 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& task, in
   }
   wake_.notify_all();
   drain_tasks();
-  while (busy_workers_.load(std::memory_order_acquire) != 0) cpu_relax();
+  // A worker may have been descheduled mid-task on a busy host: after a short spin, give up the
+  // CPU so that it can finish instead of burning its time slice.
+  for (int spin = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations)
+      cpu_relax();
+    else
+      std::this_thread::yield();
+  }
   task_ = nullptr;
   if (error_) std::rethrow_exception(error_);
 }

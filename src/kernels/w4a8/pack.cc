@@ -67,12 +67,14 @@ inline uint64_t offset_nibbles(uint64_t x) {
   return ((x & 0x7f7f7f7f7f7f7f7full) + 0x0808080808080808ull) ^ (x & 0x8080808080808080ull);
 }
 
-// Byte i of the result holds nibble i | nibble (i + 4) << 4 of `word` (nibble i = u(k + i)).
+// Byte i of the result holds nibble i | nibble (i + 4) << 4 of `word` (nibble i = u(k + i)):
+// spread the eight nibbles over eight bytes, then fold the upper four bytes onto the lower four.
 inline uint32_t interleave_word(uint32_t word) {
-  auto spread = [](uint32_t x) {
-    return (x & 0xfu) | ((x & 0xf0u) << 4) | ((x & 0xf00u) << 8) | ((x & 0xf000u) << 12);
-  };
-  return spread(word & 0xffffu) | (spread(word >> 16) << 4);
+  uint64_t t = word;
+  t = (t | (t << 16)) & 0x0000ffff0000ffffull;
+  t = (t | (t << 8)) & 0x00ff00ff00ff00ffull;
+  t = (t | (t << 4)) & 0x0f0f0f0f0f0f0f0full;
+  return static_cast<uint32_t>(t) | (static_cast<uint32_t>(t >> 32) << 4);
 }
 
 // Sum of the eight nibbles of a packed step dword, minus 8 x 8: the sum of q over the step.
@@ -136,7 +138,12 @@ inline void source_chunk(const WeightSource& s, int64_t n, int64_t k0, uint32_t 
     if ((bad & 0xf0f0f0f0f0f0f0f0ull) != 0) throw_bad_value(s, n, k0);
     return;
   }
-  for (int i = 0; i < 4; ++i) dwords[i] = source_step(s, n, k0 + 8 * i);
+  if (s.packed != nullptr && k0 + 32 <= s.k) {
+    const int32_t* words = s.packed + n * ((s.k + 7) / 8) + k0 / 8;
+    for (int i = 0; i < 4; ++i) dwords[i] = interleave_word(static_cast<uint32_t>(words[i]));
+    return;
+  }
+  for (int i = 0; i < 4; ++i) dwords[i] = source_step(s, n, k0 + 8 * i);  // the row's tail
 }
 
 void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t c, int64_t n) {

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cfloat>
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -85,31 +86,31 @@ inline int32_t load_dword(const int8_t* p) {
   return v;
 }
 
-// Integer dot products start[r] + sum(a * u) of MR rows with the 64 columns over `steps` steps of
-// 8 k from k0, handed to finish(r, j, sums of columns 16j..16j+15) while still in registers. The accumulators live only inside this loop so that they stay in
-// registers; with one row the two nibble planes get separate accumulators to hide VPDPBUSD latency.
-// kSteps > 0 fixes the step count at compile time (full groups of 32/64/128): the loop is then
-// unrolled and the accumulators stay put in registers.
-template <int MR, bool kStream, int kSteps = 0, class Finish>
+// Integer dot products start[r] + sum(a * u) of MR rows with NV x 16 columns of the panel (from
+// column 16 * j0) over `steps` steps of 8 k from k0, handed to finish(r, j, sums of columns
+// 16j..16j+15) while still in registers. With one row the two nibble planes get separate
+// accumulators to hide VPDPBUSD latency. kSteps > 0 fixes the step count at compile time (full
+// groups of 32/64/128) so that the loop unrolls and the accumulators stay put in registers.
+template <int MR, int NV, bool kStream, int kSteps = 0, class Finish>
 __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
                                                      const int8_t* const* q, int64_t k0,
                                                      const int32_t* start, Finish&& finish) {
   const __m512i low_mask = _mm512_set1_epi8(0x0f);
   constexpr int kPlanes = MR == 1 ? 2 : 1;
-  __m512i acc[kPlanes][MR][kVectors];
-#pragma GCC unroll 4
+  __m512i acc[kPlanes][MR][NV];
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-    for (int j = 0; j < kVectors; ++j) {
+    for (int j = 0; j < NV; ++j) {
       acc[0][r][j] = _mm512_set1_epi32(start[r]);
       if constexpr (kPlanes == 2) acc[1][r][j] = _mm512_setzero_si512();
     }
   if constexpr (kSteps > 0) steps = kSteps;
 #pragma GCC unroll 16
   for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
-    __m512i lo[kVectors], hi[kVectors];
+    __m512i lo[NV], hi[NV];
 #pragma GCC unroll 4
-    for (int j = 0; j < kVectors; ++j) {
+    for (int j = 0; j < NV; ++j) {
       if constexpr (kStream)
         _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + 64 * j), _MM_HINT_T0);
       const __m512i raw = _mm512_load_si512(w + 64 * j);
@@ -117,21 +118,21 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t s
       hi[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
     }
     const int64_t k = k0 + s * 8;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512i a_lo = _mm512_set1_epi32(load_dword(q[r] + k));
       const __m512i a_hi = _mm512_set1_epi32(load_dword(q[r] + k + 4));
 #pragma GCC unroll 4
-      for (int j = 0; j < kVectors; ++j) {
+      for (int j = 0; j < NV; ++j) {
         acc[0][r][j] = _mm512_dpbusd_epi32(acc[0][r][j], lo[j], a_lo);
         acc[kPlanes - 1][r][j] = _mm512_dpbusd_epi32(acc[kPlanes - 1][r][j], hi[j], a_hi);
       }
     }
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-    for (int j = 0; j < kVectors; ++j) {
+    for (int j = 0; j < NV; ++j) {
       __m512i sum = acc[0][r][j];
       if constexpr (kPlanes == 2) sum = _mm512_add_epi32(sum, acc[1][r][j]);
       finish(r, j, sum);
@@ -142,45 +143,45 @@ inline __m512 clamp(__m512 y, __m512 lo, __m512 hi) {
   return _mm512_min_ps(_mm512_max_ps(y, lo), hi);  // (y > lo ? y : lo), then (y < hi ? y : hi)
 }
 
-template <int MR, bool kStream>
-void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m,
+// Output rows m..m+MR-1, columns n0 + 16 j0 .. + 16 NV of one panel (n0 = the panel's first).
+template <int MR, int NV, bool kStream>
+void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, int j0,
           float* y, int64_t ldy, int64_t n0, float lo, float hi) {
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
-  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  const int64_t valid = l.n - n0;
-  __m512 out[MR][kVectors];
+  const int64_t c0 = 16 * j0;  // first column of the tile within the panel
+  __m512 out[MR][NV];
   if (l.channelwise) {
-    alignas(64) int32_t acc[MR][kNr];
+    alignas(64) int32_t acc[MR][NV * 16];
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
     for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
-    dot_steps<MR, kStream>(panel.group_data(0), l.full_group_steps, q, 0, start,
-                           [&](int r, int j, __m512i sum) { _mm512_store_si512(acc[r] + 16 * j, sum); });
+    dot_steps<MR, NV, kStream>(panel.group_data(0) + 4 * c0, l.full_group_steps, q, 0, start,
+                               [&](int r, int j, __m512i sum) { _mm512_store_si512(acc[r] + 16 * j, sum); });
     for (int r = 0; r < MR; ++r) {
       const __m512i zp = _mm512_set1_epi32(lhs.zp[m + r]);
       const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
-      for (int j = 0; j < kVectors; ++j) {
-        const __m512i sums = _mm512_loadu_si512(panel.column_sums() + 16 * j);
+      for (int j = 0; j < NV; ++j) {
+        const __m512i sums = _mm512_loadu_si512(panel.column_sums() + c0 + 16 * j);
         const __m512i u = _mm512_sub_epi32(_mm512_load_si512(acc[r] + 16 * j), _mm512_mullo_epi32(zp, sums));
-        const __m512 sp = _mm512_mul_ps(_mm512_loadu_ps(panel.scales() + 16 * j), recip);
+        const __m512 sp = _mm512_mul_ps(_mm512_loadu_ps(panel.scales() + c0 + 16 * j), recip);
         out[r][j] = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(u), sp),
-                                  _mm512_loadu_ps(panel.cw_bias() + 16 * j));
+                                  _mm512_loadu_ps(panel.cw_bias() + c0 + 16 * j));
       }
     }
   } else {
     // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
     // integer accumulators of the hot loop.
-    alignas(64) float facc[MR][kNr] = {};
+    alignas(64) float facc[MR][NV * 16] = {};
     auto group_pass = [&](int64_t g, auto fixed_steps) {
       int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
       for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
-      const uint16_t* scales = panel.group_scales(g);
-      alignas(64) float d[kNr];  // the group's bf16 scales widened once, not once per row
-      for (int j = 0; j < kVectors; ++j)
+      const uint16_t* scales = panel.group_scales(g) + c0;
+      alignas(64) float d[NV * 16];  // the group's bf16 scales widened once, not once per row
+      for (int j = 0; j < NV; ++j)
         _mm512_store_ps(d + 16 * j, _mm512_castsi512_ps(_mm512_slli_epi32(
             _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16 * j))), 16)));
-      dot_steps<MR, kStream, decltype(fixed_steps)::value>(
-          panel.group_data(g), l.group_steps(g), q, l.group_begin(g), start,
+      dot_steps<MR, NV, kStream, decltype(fixed_steps)::value>(
+          panel.group_data(g) + 4 * c0, l.group_steps(g), q, l.group_begin(g), start,
           [&](int r, int j, __m512i block) {
             _mm512_store_ps(facc[r] + 16 * j, _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), _mm512_load_ps(d + 16 * j),
                                                               _mm512_load_ps(facc[r] + 16 * j)));
@@ -199,16 +200,18 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
     for (int r = 0; r < MR; ++r) {
       const __m512 neg_zp = _mm512_set1_ps(static_cast<float>(-lhs.zp[m + r]));
       const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
-      for (int j = 0; j < kVectors; ++j) {
-        const __m512 acc_final =
-            _mm512_fmadd_ps(_mm512_loadu_ps(panel.row_sums() + 16 * j), neg_zp, _mm512_load_ps(facc[r] + 16 * j));
-        out[r][j] = _mm512_add_ps(_mm512_mul_ps(acc_final, recip), _mm512_loadu_ps(panel.gw_bias() + 16 * j));
+      for (int j = 0; j < NV; ++j) {
+        const __m512 acc_final = _mm512_fmadd_ps(_mm512_loadu_ps(panel.row_sums() + c0 + 16 * j), neg_zp,
+                                                 _mm512_load_ps(facc[r] + 16 * j));
+        out[r][j] = _mm512_add_ps(_mm512_mul_ps(acc_final, recip), _mm512_loadu_ps(panel.gw_bias() + c0 + 16 * j));
       }
     }
   }
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const int64_t valid = l.n - n0 - c0;  // columns of this tile that exist
   for (int r = 0; r < MR; ++r) {
-    float* dst = y + (m + r) * ldy + n0;
-    for (int j = 0; j < kVectors; ++j) {
+    float* dst = y + (m + r) * ldy + n0 + c0;
+    for (int j = 0; j < NV; ++j) {
       const __m512 v = clamp(out[r][j], vlo, vhi);
       if (valid >= 16 * (j + 1))
         _mm512_storeu_ps(dst + 16 * j, v);
@@ -218,28 +221,37 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
   }
 }
 
+// Prefill tiles: 8 rows x 32 columns, so that each unpacked weight vector feeds 8 VPDPBUSD
+// (the unpack shares execution ports with VPDPBUSD); the panel's two halves are re-read from L2.
+constexpr int kGemmRows = 8;
+constexpr int kGemmVectors = 2;
+
+template <int Rows>
+void gemm_rows(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, int64_t rows,
+               float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+  if constexpr (Rows > 0) {
+    if (rows != Rows) return gemm_rows<Rows - 1>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+    for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += kGemmVectors)
+      tile<Rows, kGemmVectors, false>(l, panel, lhs, m, j0, y, ldy, n0, lo, hi);
+  }
+}
+
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
          int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
-    if (m1 - m0 <= 4) {  // decode: one pass over the weights streamed from memory
+    if (m1 - m0 <= 4) {  // decode: one pass over the whole panel streamed from memory
       switch (m1 - m0) {
-        case 4: tile<4, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
-        case 3: tile<3, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
-        case 2: tile<2, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
-        default: tile<1, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+        case 4: tile<4, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi); break;
+        case 3: tile<3, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi); break;
+        case 2: tile<2, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi); break;
+        default: tile<1, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi); break;
       }
       continue;
     }
-    int64_t m = m0;  // prefill: row tiles re-read the panel from L2
-    for (; m + 4 <= m1; m += 4) tile<4, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
-    switch (m1 - m) {
-      case 3: tile<3, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 2: tile<2, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 1: tile<1, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      default: break;
-    }
+    for (int64_t m = m0; m < m1; m += kGemmRows)
+      gemm_rows<kGemmRows>(l, panel, lhs, m, std::min<int64_t>(kGemmRows, m1 - m), y, ldy, n0, lo, hi);
   }
 }
 
