@@ -68,19 +68,28 @@ double Args::number(const std::string& name) const {
 }
 
 std::vector<int64_t> Args::integers(const std::string& name) const {
-  std::vector<int64_t> out;
-  const std::string text = value(name);
+  return parse_integer_list(name, value(name));
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
   size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', start)) {
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  items.push_back(text.substr(start));
+  return items;
+}
+
+std::vector<int64_t> parse_integer_list(const std::string& option, const std::string& text) {
+  std::vector<int64_t> out;
+  for (const std::string& item : split_commas(text)) {
     char* end = nullptr;
     const long long v = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0')
-      throw Error("option --" + name + " needs comma-separated integers, got '" + text + "'");
+      throw Error("option --" + option + " needs comma-separated integers, got '" + text + "'");
     out.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return out;
 }

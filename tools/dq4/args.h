@@ -9,6 +9,11 @@
 
 namespace dq4::cli {
 
+// "a,b,c" -> {"a", "b", "c"}; an empty text gives one empty item.
+std::vector<std::string> split_commas(const std::string& text);
+// Comma-separated integers; `option` names the option in the error for anything else.
+std::vector<int64_t> parse_integer_list(const std::string& option, const std::string& text);
+
 class Args {
  public:
   Args(std::string command, std::string summary) : command_(std::move(command)), summary_(std::move(summary)) {}

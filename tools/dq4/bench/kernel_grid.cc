@@ -24,31 +24,6 @@ constexpr const char* kQuickMs = "1,4,64,256";
 constexpr const char* kQuickGroups = "0,32,128";
 constexpr const char* kQuickMinTime = "0.05";
 
-// "a,b,c" -> {"a", "b", "c"}; an empty text gives one empty item.
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  for (size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', start)) {
-    items.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  items.push_back(text.substr(start));
-  return items;
-}
-
-// Comma-separated integers; `option` names the option in errors.
-std::vector<int64_t> parse_integers(const std::string& option, const std::string& text) {
-  std::vector<int64_t> out;
-  for (const std::string& item : split_commas(text)) {
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0')
-      throw Error("option --" + option + " needs comma-separated integers, got '" + text + "'");
-    out.push_back(v);
-  }
-  return out;
-}
-
 // The option's value, else `fallback`.
 std::string value_or(const Args& args, const std::string& name, const char* fallback) {
   const std::string v = args.value(name);
@@ -95,8 +70,8 @@ KernelGrid kernel_grid(const Args& args) {
   grid.json = args.flag("json");
   grid.baseline = !args.flag("no-baseline");
   grid.shapes = parse_shapes(value_or(args, "shapes", grid.quick ? kQuickShapes : kFullShapes));
-  grid.ms = parse_integers("m", value_or(args, "m", grid.quick ? kQuickMs : kFullMs));
-  grid.groups = parse_integers("group", value_or(args, "group", grid.quick ? kQuickGroups : kFullGroups));
+  grid.ms = parse_integer_list("m", value_or(args, "m", grid.quick ? kQuickMs : kFullMs));
+  grid.groups = parse_integer_list("group", value_or(args, "group", grid.quick ? kQuickGroups : kFullGroups));
   grid.min_time_s = args.value("min-time").empty() ? std::atof(grid.quick ? kQuickMinTime : kFullMinTime)
                                                    : args.number("min-time");
 
@@ -117,7 +92,7 @@ KernelGrid kernel_grid(const Args& args) {
     grid.threads = {1};
     if (pool >= 2) grid.threads.push_back(2);
   } else {
-    for (int64_t t : parse_integers("threads", args.value("threads"))) {
+    for (int64_t t : parse_integer_list("threads", args.value("threads"))) {
       if (t < 1 || t > pool)
         throw Error("option --threads: " + std::to_string(t) + " is outside [1, " + std::to_string(pool) +
                     "], the thread pool's size (set DQ4_THREADS for a larger pool)");
