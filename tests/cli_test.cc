@@ -90,3 +90,48 @@ TEST(Cli, EverySubcommandHasHelp) {
 }
 
 }  // namespace
+
+namespace {
+
+const char* kTinyBench =
+    "bench kernels --shapes 128x256,67x172 --m 1,5 --group 0,32 --threads 1 --min-time 0.002 --cold-mib 8";
+
+TEST(CliBench, JsonHasOneObjectPerCaseWithTheRequiredFields) {
+  const Result r = run(std::string(kTinyBench) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json cases = nlohmann::json::parse(r.out);  // stdout is exactly one JSON array
+  ASSERT_TRUE(cases.is_array());
+  ASSERT_EQ(cases.size(), 8u);  // 2 shapes x 2 M x 2 groups x 1 thread count
+  for (const auto& c : cases) {
+    for (const char* field : {"isa", "n", "k", "m", "group", "threads", "gflops", "weight_gbps", "bw_ratio",
+                              "peak_ratio", "speedup_vs_f32"})
+      EXPECT_TRUE(c.contains(field)) << field << " missing in " << c.dump();
+    EXPECT_GT(c["gflops"].get<double>(), 0.0) << c.dump();
+    EXPECT_EQ(c["bw_ratio"].is_null(), c["m"].get<int>() > 4) << c.dump();
+    EXPECT_TRUE(c["peak_ratio"].is_null()) << "M < 64 has no peak ratio: " << c.dump();
+    EXPECT_GT(c["speedup_vs_f32"].get<double>(), 0.0) << c.dump();
+  }
+}
+
+TEST(CliBench, TableRunsOnTheReferenceKernel) {
+  const Result r = run(std::string(kTinyBench) + " --isa reference --no-baseline");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("reference"), std::string::npos) << r.out;
+}
+
+TEST(CliBench, BadOptionsAreClearErrors) {
+  Result r = run("bench kernels --shapes 12x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("12x"), std::string::npos) << r.err;
+  r = run("bench kernels --group 48");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("multiple of 32, got 48"), std::string::npos) << r.err;
+  r = run("bench kernels --isa sse9");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("sse9"), std::string::npos) << r.err;
+  r = run("bench nonsense");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("nonsense"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -210,7 +210,7 @@ int run_kernel_bench(int argc, char** argv, int first) {
                ThreadPool::global().size(), cpu_features().to_string().c_str());
   if (grid.baseline) std::fprintf(info, "f32 baseline: %s\n", f32_library().c_str());
   std::fprintf(info, "load average: %s\n", load_average().c_str());
-  Run run(grid, info, cold_budget(info));
+  Run run(grid, info, cold_budget(info, grid.cold_mib));
   std::fprintf(info, "%s\n", run.refs.method().c_str());
   if (!grid.json) print_table_header(stdout);
 

@@ -44,7 +44,8 @@ void declare_kernel_bench_options(Args& args) {
       .option("isa", "NAME", "kernel to measure: reference, avx2, avx_vnni, avx512_vnni, ... (default: the one dq4 chooses)")
       .option("min-time", "SECONDS", std::string("time spent per case and operand, at least 3 calls (default: ") +
                                          kFullMinTime + ")")
-      .option("no-baseline", "", "skip the OpenBLAS f32 baseline");
+      .option("no-baseline", "", "skip the OpenBLAS f32 baseline")
+      .option("cold-mib", "MIB", "MiB the copies of each cold operand and the bandwidth probe cover (default: 4x the last-level cache)");
 }
 
 std::vector<Shape> parse_shapes(const std::string& text) {
@@ -86,6 +87,12 @@ KernelGrid kernel_grid(const Args& args) {
         throw Error("option --group: group " + std::to_string(g) + " is longer than K = " + std::to_string(s.k));
   if (!(grid.min_time_s >= 0 && grid.min_time_s <= 3600))
     throw Error("option --min-time must be in [0, 3600] seconds, got " + args.value("min-time"));
+
+  if (!args.value("cold-mib").empty()) {
+    grid.cold_mib = args.integer("cold-mib");
+    if (grid.cold_mib < 1 || grid.cold_mib > (int64_t{1} << 20))
+      throw Error("option --cold-mib must be in [1, 1048576], got " + args.value("cold-mib"));
+  }
 
   const int pool = ThreadPool::global().size();
   if (args.value("threads").empty()) {

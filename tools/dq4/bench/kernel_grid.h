@@ -24,6 +24,7 @@ struct KernelGrid {
   bool quick = false;
   bool json = false;
   bool baseline = true;
+  int64_t cold_mib = 0;  // bytes the copies of a cold operand fill; 0: 4x the last-level cache
 
   int64_t cases() const {
     return static_cast<int64_t>(shapes.size() * ms.size() * groups.size() * threads.size());

@@ -28,8 +28,15 @@ std::string per_thread(const std::map<int, double>& values, const char* format) 
 
 }  // namespace
 
-size_t cold_budget(std::FILE* info) {
+size_t cold_budget(std::FILE* info, int64_t override_mib) {
   const CacheSize llc = last_level_cache();
+  if (override_mib > 0) {
+    const size_t budget = static_cast<size_t>(override_mib) * kMiB;
+    std::fprintf(info, "last-level cache: %zu MiB (%s); cold operands: copies cycled over >= %zu MiB each (--cold-mib)%s\n",
+                 llc.bytes / kMiB, llc.source.c_str(), budget / kMiB,
+                 budget < 4 * llc.bytes ? ": the copies do NOT exceed 4x LLC" : "");
+    return budget;
+  }
   size_t budget = 4 * llc.bytes;
   std::string note;
   if (budget > kColdCap) {

@@ -5,6 +5,7 @@
 // what the machine delivered around the cases rather than with a disturbed probe.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -17,7 +18,8 @@ namespace dq4::cli::bench {
 
 // Bytes each cold operand's copies fill together: 4x the last-level cache, capped at 2 GiB and at
 // a quarter of the memory. Prints how it was chosen (and whether capped) to `info`.
-size_t cold_budget(std::FILE* info);
+// A positive `override_mib` replaces the default.
+size_t cold_budget(std::FILE* info, int64_t override_mib);
 
 // The 1, 5 and 15 minute load averages of /proc/loadavg.
 std::string load_average();
