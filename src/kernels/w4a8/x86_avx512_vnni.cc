@@ -221,18 +221,17 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
   }
 }
 
-// Prefill tiles: 8 rows x 32 columns, so that each unpacked weight vector feeds 8 VPDPBUSD
-// (the unpack shares execution ports with VPDPBUSD); the panel's two halves are re-read from L2.
-constexpr int kGemmRows = 8;
-constexpr int kGemmVectors = 2;
-
-template <int Rows>
+// Prefill tiles re-read a panel from L2 for every group of rows. VPDPBUSD shares its execution
+// ports with the nibble unpack, so tall tiles (8 rows x 32 columns: each unpacked vector feeds 8
+// VPDPBUSD) win when groups are long; with groups of 32 the per-group epilogue dominates and
+// 4 rows x 64 columns measured faster.
+template <int Rows, int Vectors>
 void gemm_rows(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, int64_t rows,
                float* y, int64_t ldy, int64_t n0, float lo, float hi) {
   if constexpr (Rows > 0) {
-    if (rows != Rows) return gemm_rows<Rows - 1>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
-    for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += kGemmVectors)
-      tile<Rows, kGemmVectors, false>(l, panel, lhs, m, j0, y, ldy, n0, lo, hi);
+    if (rows != Rows) return gemm_rows<Rows - 1, Vectors>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+    for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += Vectors)
+      tile<Rows, Vectors, false>(l, panel, lhs, m, j0, y, ldy, n0, lo, hi);
   }
 }
 
@@ -250,8 +249,15 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
       }
       continue;
     }
-    for (int64_t m = m0; m < m1; m += kGemmRows)
-      gemm_rows<kGemmRows>(l, panel, lhs, m, std::min<int64_t>(kGemmRows, m1 - m), y, ldy, n0, lo, hi);
+    const bool short_groups = !l.channelwise && l.group == 32;
+    const int64_t tile_rows = short_groups ? 4 : 8;
+    for (int64_t m = m0; m < m1; m += tile_rows) {
+      const int64_t rows = std::min(tile_rows, m1 - m);
+      if (short_groups)
+        gemm_rows<4, 4>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+      else
+        gemm_rows<8, 2>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+    }
   }
 }
 
