@@ -54,6 +54,13 @@ TEST(ThreadPool, RethrowsTheTaskException) {
   EXPECT_EQ(after.load(), 5);
 }
 
+TEST(ThreadPool, NestedRunExecutesInline) {
+  ThreadPool pool(2);
+  std::atomic<int> inner{0};
+  pool.run(4, [&](int64_t) { pool.run(3, [&](int64_t) { inner.fetch_add(1); }); });
+  EXPECT_EQ(inner.load(), 12);
+}
+
 TEST(ThreadPool, RejectsZeroThreads) { EXPECT_THROW(ThreadPool(0), Error); }
 
 }  // namespace

@@ -20,6 +20,10 @@ inline void cpu_relax() {
 #endif
 }
 
+// Set while this thread runs a task of some pool: a nested run() then executes inline instead of
+// waiting for workers that may all be busy with the outer job.
+thread_local bool in_pool_task = false;
+
 // Spinning this long between jobs covers the gap between the matmuls of one decode step.
 constexpr int kSpinIterations = 20000;
 
@@ -63,8 +67,11 @@ void ThreadPool::drain_tasks() {
     const int64_t i = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (i >= task_count_) return;
     try {
+      in_pool_task = true;
       (*task_)(i);
+      in_pool_task = false;
     } catch (...) {
+      in_pool_task = false;
       std::lock_guard<std::mutex> lock(error_mutex_);
       if (!error_) error_ = std::current_exception();
       next_task_.store(task_count_, std::memory_order_relaxed);  // skip what is left
@@ -95,7 +102,7 @@ void ThreadPool::worker_loop(int index) {
 void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& task, int max_threads) {
   if (tasks <= 0) return;
   const int threads = max_threads <= 0 || max_threads > size() ? size() : max_threads;
-  if (threads == 1 || tasks == 1 || workers_.empty()) {
+  if (threads == 1 || tasks == 1 || workers_.empty() || in_pool_task) {
     for (int64_t i = 0; i < tasks; ++i) task(i);
     return;
   }
