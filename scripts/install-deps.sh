@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev                        # the f32 baseline of dq4 bench
   nlohmann-json3-dev                     # JSON in tests
   g++-aarch64-linux-gnu qemu-user        # Arm cross build, run under qemu-aarch64
+  clang libclang-rt-dev                  # libFuzzer targets (scripts/fuzz.sh)
 )
 export DEBIAN_FRONTEND=noninteractive
 missing=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs every test: x86-64 (Release), x86-64 under ASan+UBSan, and the Arm kernels
-# cross-compiled and run under qemu-aarch64 (-cpu max, cortex-a76 and cortex-a72).
+# Builds and runs every test: x86-64 (Release), x86-64 under ASan+UBSan, the Arm kernels
+# cross-compiled and run under qemu-aarch64 (-cpu max, cortex-a76 and cortex-a72), and a bounded
+# libFuzzer run (clang) of the safetensors parser.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -22,4 +23,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== aarch64 cross build, kernel tests under qemu"
 "$root/scripts/test-arm.sh"
+
+echo "== libFuzzer: the safetensors header parser, ${FUZZ_SECONDS:-60} s"
+"$root/scripts/fuzz.sh"
 echo "== all tests passed"

@@ -1,0 +1,104 @@
+// Opening a checkpoint directory, single-file or sharded through model.safetensors.index.json.
+
+#include "dq4/checkpoint.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "dq4/error.h"
+#include "strict_json.h"
+
+namespace dq4 {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("checkpoint: cannot read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Shard names come from the index; keep them inside the checkpoint directory.
+bool is_plain_relative(const fs::path& p) {
+  if (p.empty() || p.is_absolute()) return false;
+  for (const auto& part : p)
+    if (part == "..") return false;
+  return true;
+}
+
+}  // namespace
+
+Checkpoint Checkpoint::open_dir(const std::string& dir) {
+  const fs::path root(dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw Error("checkpoint: " + dir + " is not a directory");
+  Checkpoint c;
+  c.dir_ = dir;
+  const fs::path index_path = root / "model.safetensors.index.json";
+  const fs::path single_path = root / "model.safetensors";
+
+  if (!fs::exists(index_path, ec)) {
+    if (!fs::exists(single_path, ec))
+      throw Error("checkpoint: " + dir + " holds neither model.safetensors nor model.safetensors.index.json");
+    c.files_.push_back(SafetensorsFile::open(single_path.string()));
+    const auto& tensors = c.files_.back().tensors();
+    for (size_t i = 0; i < tensors.size(); ++i) c.tensors_.emplace(tensors[i].name, std::pair{size_t{0}, i});
+    return c;
+  }
+
+  const std::string index_name = index_path.string();
+  const nlohmann::json index = io::parse_strict_json(read_text(index_path), "checkpoint " + index_name);
+  if (!index.is_object()) throw Error("checkpoint " + index_name + ": not a JSON object");
+  if (!index.contains("weight_map")) throw Error("checkpoint " + index_name + ": missing field weight_map");
+  const nlohmann::json& weight_map = index["weight_map"];
+  if (!weight_map.is_object()) throw Error("checkpoint " + index_name + ": weight_map is not an object");
+
+  std::map<std::string, std::vector<std::string>> by_shard;  // shard file -> its tensors
+  for (const auto& [name, shard] : weight_map.items()) {
+    const std::string where = "checkpoint " + index_name + ": weight_map[\"" + name + "\"]";
+    if (!shard.is_string()) throw Error(where + " is not a string");
+    if (!is_plain_relative(fs::path(shard.get<std::string>())))
+      throw Error(where + " = \"" + shard.get<std::string>() + "\" is not a file inside " + dir);
+    by_shard[shard.get<std::string>()].push_back(name);
+  }
+
+  for (const auto& [shard, names] : by_shard) {
+    const fs::path shard_path = root / shard;
+    if (!fs::exists(shard_path, ec))
+      throw Error("checkpoint " + index_name + ": shard " + shard + " (holding tensor \"" + names.front() +
+                  "\") does not exist: " + shard_path.string());
+    c.files_.push_back(SafetensorsFile::open(shard_path.string()));
+    const SafetensorsFile& file = c.files_.back();
+    for (const std::string& name : names) {
+      const TensorView* t = file.find(name);
+      if (t == nullptr)
+        throw Error("checkpoint " + index_name + ": tensor \"" + name + "\" is listed in shard " + shard +
+                    " but " + shard_path.string() + " does not hold it");
+      c.tensors_.emplace(name, std::pair{c.files_.size() - 1, static_cast<size_t>(t - file.tensors().data())});
+    }
+  }
+  return c;
+}
+
+const TensorView* Checkpoint::find(std::string_view name) const {
+  const auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &files_[it->second.first].tensors()[it->second.second];
+}
+
+const TensorView& Checkpoint::tensor(std::string_view name) const {
+  if (const TensorView* t = find(name)) return *t;
+  throw Error("checkpoint " + dir_ + ": no tensor named \"" + std::string(name) + "\"");
+}
+
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  out.reserve(tensors_.size());
+  for (const auto& [name, location] : tensors_) out.push_back(name);
+  return out;
+}
+
+}  // namespace dq4
