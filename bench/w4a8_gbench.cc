@@ -30,8 +30,8 @@ struct Case {
 
 // Llama-3.2-1B layers: decode (M = 1), small batches, prefill.
 constexpr Case kCases[] = {
-    {2048, 2048, 32, 1},  {512, 2048, 32, 1},   {8192, 2048, 32, 1},   {2048, 8192, 32, 1},
-    {2048, 8192, 0, 1},   {2048, 8192, 128, 1}, {2048, 8192, 32, 4},   {2048, 8192, 32, 16},
+    {2048, 2048, 32, 1},  {512, 2048, 32, 1},    {8192, 2048, 32, 1},  {2048, 8192, 32, 1},
+    {2048, 8192, 0, 1},   {2048, 8192, 128, 1},  {2048, 8192, 32, 4},  {2048, 8192, 32, 16},
     {2048, 8192, 32, 64}, {2048, 8192, 32, 256}, {2048, 8192, 0, 256}, {8192, 2048, 128, 256},
 };
 constexpr int kThreadCounts[] = {1, 2};
@@ -53,8 +53,8 @@ struct Operands {
     values.resize(static_cast<size_t>(c.n * c.k));
     for (int64_t r = 0; r < c.n; ++r)
       for (int64_t i = 0; i < c.k; ++i)
-        values[r * c.k + i] =
-            static_cast<int8_t>(((static_cast<uint32_t>(nibbles[r * words + i / 8]) >> (4 * (i % 8))) & 0xf) - 8);
+        values[r * c.k + i] = static_cast<int8_t>(
+            ((static_cast<uint32_t>(nibbles[r * words + i / 8]) >> (4 * (i % 8))) & 0xf) - 8);
   }
 };
 
@@ -78,9 +78,10 @@ void bench_pack(benchmark::State& state, Case c, bool from_values, int threads) 
     dq4::w4a8::PackedWeights packed = dq4::w4a8::pack(source, kernel, &pool_of(threads));
     benchmark::DoNotOptimize(packed.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(input_bytes * static_cast<double>(state.iterations())));
-  state.counters["GB_per_thread"] =
-      benchmark::Counter(input_bytes * 1e-9 / threads, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetBytesProcessed(
+      static_cast<int64_t>(input_bytes * static_cast<double>(state.iterations())));
+  state.counters["GB_per_thread"] = benchmark::Counter(
+      input_bytes * 1e-9 / threads, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(std::string(dq4::w4a8::kernel_name(kernel)));
 }
 
@@ -103,8 +104,9 @@ void bench_matmul(benchmark::State& state, Case c, int threads) {
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(packed.bytes()) * state.iterations());
-  state.counters["GFLOPs"] = benchmark::Counter(2e-9 * static_cast<double>(c.m * c.n) * static_cast<double>(c.k),
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2e-9 * static_cast<double>(c.m * c.n) * static_cast<double>(c.k),
+                         benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(std::string(dq4::w4a8::kernel_name(kernel)));
 }
 
@@ -114,8 +116,8 @@ void register_benchmarks() {
     if (!packed_shapes.insert({c.n, c.k, c.group}).second) continue;
     for (const bool from_values : {false, true})
       for (int threads : kThreadCounts)
-        benchmark::RegisterBenchmark(("pack/" + std::string(from_values ? "values" : "nibbles") + "/" +
-                                      shape_name(c) + "/threads:" + std::to_string(threads))
+        benchmark::RegisterBenchmark(("pack/" + std::string(from_values ? "values" : "nibbles") +
+                                      "/" + shape_name(c) + "/threads:" + std::to_string(threads))
                                          .c_str(),
                                      bench_pack, c, from_values, threads)
             ->Unit(benchmark::kMillisecond)
@@ -123,9 +125,10 @@ void register_benchmarks() {
   }
   for (const Case& c : kCases)
     for (int threads : kThreadCounts)
-      benchmark::RegisterBenchmark(
-          ("matmul/" + shape_name(c) + "/m:" + std::to_string(c.m) + "/threads:" + std::to_string(threads)).c_str(),
-          bench_matmul, c, threads)
+      benchmark::RegisterBenchmark(("matmul/" + shape_name(c) + "/m:" + std::to_string(c.m) +
+                                    "/threads:" + std::to_string(threads))
+                                       .c_str(),
+                                   bench_matmul, c, threads)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
 }

@@ -11,7 +11,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const auto file = dq4::SafetensorsFile::parse(std::span<const uint8_t>(data, size), "fuzz-input");
+    const auto file =
+        dq4::SafetensorsFile::parse(std::span<const uint8_t>(data, size), "fuzz-input");
     volatile uint8_t sink = 0;
     for (const dq4::TensorView& t : file.tensors()) {
       if (file.find(t.name) != &t) __builtin_trap();

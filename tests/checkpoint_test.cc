@@ -1,6 +1,8 @@
 // Checkpoint::open_dir: single-file and sharded directories, and the errors that name the index,
 // shard or tensor at fault.
 
+#include "dq4/checkpoint.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,23 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "dq4/checkpoint.h"
 #include "dq4/error.h"
+#include "expect_error.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {
 namespace {
-
-void expect_error(const std::function<void()>& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    for (const auto& fragment : fragments)
-      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
-          << "message '" << e.what() << "' does not mention '" << fragment << "'";
-  }
-}
 
 TestTensor i32_tensor(const std::string& name, std::vector<int32_t> values) {
   std::vector<uint8_t> data(values.size() * 4);
@@ -36,9 +27,11 @@ TestTensor i32_tensor(const std::string& name, std::vector<int32_t> values) {
 
 // Two shards and an index naming "a" and "b" in shard 1 and "c" in shard 2.
 void write_sharded(const ScratchDir& dir) {
-  write_safetensors(dir.file("model-00001-of-00002.safetensors"), {i32_tensor("a", {1, 2}), i32_tensor("b", {3})});
+  write_safetensors(dir.file("model-00001-of-00002.safetensors"),
+                    {i32_tensor("a", {1, 2}), i32_tensor("b", {3})});
   write_safetensors(dir.file("model-00002-of-00002.safetensors"), {i32_tensor("c", {4, 5, 6})});
-  write_file(dir.file("model.safetensors.index.json"), R"({"metadata":{"total_size":24},"weight_map":{
+  write_file(dir.file("model.safetensors.index.json"),
+             R"({"metadata":{"total_size":24},"weight_map":{
       "a":"model-00001-of-00002.safetensors","b":"model-00001-of-00002.safetensors",
       "c":"model-00002-of-00002.safetensors"}})");
 }
@@ -53,17 +46,21 @@ TEST(Checkpoint, SingleFileFixture) {
   const auto checkpoint = Checkpoint::open_dir(dir);
   EXPECT_EQ(checkpoint.files().size(), 1u);
   EXPECT_EQ(checkpoint.names().size(), 47u);
-  EXPECT_EQ(checkpoint.tensor("model.layers.2.input_layernorm.weight").shape, (std::vector<int64_t>{64}));
-  EXPECT_EQ(checkpoint.tensor("model.layers.2.mlp.gate_proj.weight").shape, (std::vector<int64_t>{172, 64}));
+  EXPECT_EQ(checkpoint.tensor("model.layers.2.input_layernorm.weight").shape,
+            (std::vector<int64_t>{64}));
+  EXPECT_EQ(checkpoint.tensor("model.layers.2.mlp.gate_proj.weight").shape,
+            (std::vector<int64_t>{172, 64}));
   EXPECT_EQ(checkpoint.find("lm_head.weight"), nullptr);
-  expect_error([&] { (void)checkpoint.tensor("lm_head.weight"); }, {"no tensor named \"lm_head.weight\"", dir});
+  expect_error([&] { (void)checkpoint.tensor("lm_head.weight"); },
+               {"no tensor named \"lm_head.weight\"", dir});
 }
 
 TEST(Checkpoint, Sharded) {
   ScratchDir dir;
   write_sharded(dir);
   // A tensor in a shard but not in the index is not part of the checkpoint.
-  write_safetensors(dir.file("model-00002-of-00002.safetensors"), {i32_tensor("c", {4, 5, 6}), i32_tensor("stray", {0})});
+  write_safetensors(dir.file("model-00002-of-00002.safetensors"),
+                    {i32_tensor("c", {4, 5, 6}), i32_tensor("stray", {0})});
   const auto checkpoint = Checkpoint::open_dir(dir.path());
   EXPECT_EQ(checkpoint.files().size(), 2u);
   EXPECT_EQ(checkpoint.names(), (std::vector<std::string>{"a", "b", "c"}));
@@ -99,8 +96,9 @@ TEST(Checkpoint, BadShardFileNamesTheShard) {
   ScratchDir dir;
   write_sharded(dir);
   write_file(dir.file("model-00002-of-00002.safetensors"), "short");
-  expect_error([&] { Checkpoint::open_dir(dir.path()); },
-               {dir.file("model-00002-of-00002.safetensors"), "too short for the 8-byte header length"});
+  expect_error(
+      [&] { Checkpoint::open_dir(dir.path()); },
+      {dir.file("model-00002-of-00002.safetensors"), "too short for the 8-byte header length"});
 }
 
 TEST(Checkpoint, BadIndex) {
@@ -116,18 +114,22 @@ TEST(Checkpoint, BadIndex) {
   write_file(index, R"({"weight_map":[]})");
   expect_error([&] { Checkpoint::open_dir(dir.path()); }, {index, "weight_map is not an object"});
   write_file(index, R"({"weight_map":{"a":3}})");
-  expect_error([&] { Checkpoint::open_dir(dir.path()); }, {index, "weight_map[\"a\"] is not a string"});
+  expect_error([&] { Checkpoint::open_dir(dir.path()); },
+               {index, "weight_map[\"a\"] is not a string"});
   write_file(index, R"({"weight_map":{"a":"../model-00001-of-00002.safetensors"}})");
-  expect_error([&] { Checkpoint::open_dir(dir.path()); }, {index, "weight_map[\"a\"]", "is not a file inside"});
+  expect_error([&] { Checkpoint::open_dir(dir.path()); },
+               {index, "weight_map[\"a\"]", "is not a file inside"});
   write_file(index, R"({"weight_map":{"a":"/etc/passwd"}})");
-  expect_error([&] { Checkpoint::open_dir(dir.path()); }, {index, "weight_map[\"a\"]", "is not a file inside"});
+  expect_error([&] { Checkpoint::open_dir(dir.path()); },
+               {index, "weight_map[\"a\"]", "is not a file inside"});
 }
 
 TEST(Checkpoint, NotACheckpoint) {
   ScratchDir dir;
   expect_error([&] { Checkpoint::open_dir(dir.path()); },
                {dir.path(), "neither model.safetensors nor model.safetensors.index.json"});
-  expect_error([&] { Checkpoint::open_dir(dir.file("absent")); }, {dir.file("absent"), "is not a directory"});
+  expect_error([&] { Checkpoint::open_dir(dir.file("absent")); },
+               {dir.file("absent"), "is not a directory"});
 }
 
 }  // namespace

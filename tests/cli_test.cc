@@ -66,7 +66,8 @@ TEST(Cli, InfoPrintsFeaturesAndTheChosenKernel) {
 TEST(Cli, InfoHonoursDq4Isa) {
   const Result r = run(with_env("DQ4_ISA=reference", "info"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("w4a8 kernel chosen: reference (forced by DQ4_ISA)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("w4a8 kernel chosen: reference (forced by DQ4_ISA)"), std::string::npos)
+      << r.out;
 }
 
 TEST(Cli, UnknownDq4IsaIsAClearError) {
@@ -94,7 +95,8 @@ TEST(Cli, EverySubcommandHasHelp) {
 namespace {
 
 const char* kTinyBench =
-    "bench kernels --shapes 128x256,67x172 --m 1,5 --group 0,32 --threads 1 --min-time 0.002 --cold-mib 8";
+    "bench kernels --shapes 128x256,67x172 --m 1,5 --group 0,32 --threads 1 --min-time 0.002 "
+    "--cold-mib 8";
 
 TEST(CliBench, JsonHasOneObjectPerCaseWithTheRequiredFields) {
   const Result r = run(std::string(kTinyBench) + " --json");
@@ -103,8 +105,8 @@ TEST(CliBench, JsonHasOneObjectPerCaseWithTheRequiredFields) {
   ASSERT_TRUE(cases.is_array());
   ASSERT_EQ(cases.size(), 8u);  // 2 shapes x 2 M x 2 groups x 1 thread count
   for (const auto& c : cases) {
-    for (const char* field : {"isa", "n", "k", "m", "group", "threads", "gflops", "weight_gbps", "bw_ratio",
-                              "peak_ratio", "speedup_vs_f32"})
+    for (const char* field : {"isa", "n", "k", "m", "group", "threads", "gflops", "weight_gbps",
+                              "bw_ratio", "peak_ratio", "speedup_vs_f32"})
       EXPECT_TRUE(c.contains(field)) << field << " missing in " << c.dump();
     EXPECT_GT(c["gflops"].get<double>(), 0.0) << c.dump();
     EXPECT_EQ(c["bw_ratio"].is_null(), c["m"].get<int>() > 4) << c.dump();

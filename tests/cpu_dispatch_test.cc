@@ -28,7 +28,8 @@ TEST(CpuDispatch, AutomaticChoiceIsTheBestSupportedKernel) {
   bool after = false;
   for (const w4a8::Kernel* k : kernels) {
     if (after) {
-      EXPECT_FALSE(w4a8::kernel_supported(*k)) << "a better kernel is supported: " << w4a8::kernel_name(*k);
+      EXPECT_FALSE(w4a8::kernel_supported(*k))
+          << "a better kernel is supported: " << w4a8::kernel_name(*k);
     }
     if (k == &chosen) after = true;
   }
@@ -46,7 +47,8 @@ TEST(CpuDispatch, OverrideSelectsEachSupportedKernel) {
         w4a8::select_kernel(name);
         ADD_FAILURE() << "unsupported kernel " << name << " was selected";
       } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("which this CPU lacks"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("which this CPU lacks"), std::string::npos)
+            << e.what();
       }
     }
   }

@@ -16,7 +16,8 @@ std::string safetensors_header(const std::vector<TestTensor>& tensors,
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;
   for (const auto& t : tensors) {
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
+    header[t.name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
   std::string text = header.dump();
@@ -26,7 +27,8 @@ std::string safetensors_header(const std::vector<TestTensor>& tensors,
 
 std::string safetensors_bytes(const std::string& header, const std::vector<uint8_t>& data) {
   std::string bytes;
-  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((uint64_t{header.size()} >> (8 * i)) & 0xFF));
+  for (int i = 0; i < 8; ++i)
+    bytes.push_back(static_cast<char>((uint64_t{header.size()} >> (8 * i)) & 0xFF));
   bytes += header;
   bytes.append(data.begin(), data.end());
   return bytes;

@@ -47,7 +47,10 @@ TEST(ThreadPool, ManyShortJobsBackToBack) {
 
 TEST(ThreadPool, RethrowsTheTaskException) {
   ThreadPool pool(2);
-  EXPECT_THROW(pool.run(10, [](int64_t i) { if (i == 7) throw std::runtime_error("task 7"); }),
+  EXPECT_THROW(pool.run(10,
+                        [](int64_t i) {
+                          if (i == 7) throw std::runtime_error("task 7");
+                        }),
                std::runtime_error);
   std::atomic<int> after{0};
   pool.run(5, [&](int64_t) { after.fetch_add(1); });  // still usable

@@ -1,7 +1,8 @@
 // Against a dequantize-then-f32 GEMM (accumulated in double): the only approximation W4A8 makes
 // beyond the weights' own quantization is the int8 activation rounding, so per output
 //
-//   |y - y_exact| <= recip * (0.5 * sum_k |w_k s_k| + max_k |w_k s_k|) + 1e-5 * (|y_exact| + sum_k |x_k w_k s_k|)
+//   |y - y_exact| <= recip * (0.5 * sum_k |w_k s_k| + max_k |w_k s_k|) + 1e-5 * (|y_exact| + sum_k
+//   |x_k w_k s_k|)
 //
 // where recip = (rmax - rmin) / 255 is the row's quantization step: each x_k moves by at most
 // half a step, plus one step for the one value the [-128, 127] clamp can cut; the last term
@@ -38,8 +39,10 @@ TEST(W4A8Accuracy, WithinTheActivationQuantizationBound) {
           weight_max = std::max(weight_max, std::abs(w));
           product_mass += std::abs(w * x[k]);
         }
-        const double bound = step * (0.5 * weight_mass + weight_max) + 1e-5 * (std::abs(exact) + product_mass);
-        ASSERT_LE(std::abs(y[r * d.ldy + n] - exact), bound) << c.name() << " row " << r << " col " << n;
+        const double bound =
+            step * (0.5 * weight_mass + weight_max) + 1e-5 * (std::abs(exact) + product_mass);
+        ASSERT_LE(std::abs(y[r * d.ldy + n] - exact), bound)
+            << c.name() << " row " << r << " col " << n;
         ++checked;
       }
     }

@@ -9,19 +9,10 @@
 
 #include "dq4/error.h"
 #include "dq4/w4a8.h"
+#include "expect_error.h"
 
 namespace dq4::test {
 namespace {
-
-void expect_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
-        << "message '" << e.what() << "' does not mention '" << fragment << "'";
-  }
-}
 
 struct Weights {
   int64_t n = 4, k = 64;
@@ -134,9 +125,16 @@ TEST(W4A8BadInput, MatmulArguments) {
   expect_error(with([](auto& b) { b.y = nullptr; }), "y is null");
   expect_error(with([](auto& b) { b.ldx = 63; }), "ldx 63 is smaller than k 64");
   expect_error(with([](auto& b) { b.ldy = 3; }), "ldy 3 is smaller than n 4");
-  expect_error(with([&](auto& b) { b.x = reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(x.data()) + 1); }),
+  expect_error(with([&](auto& b) {
+                 b.x =
+                     reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(x.data()) + 1);
+               }),
                "x is not aligned");
-  expect_error(with([](auto& b) { b.min = 1; b.max = 0; }), "clamp range");
+  expect_error(with([](auto& b) {
+                 b.min = 1;
+                 b.max = 0;
+               }),
+               "clamp range");
   expect_error(with([](auto& b) { b.min = NAN; }), "clamp range");
   x[64 + 5] = NAN;
   expect_error(with([](auto&) {}), "activation row 1 holds a NaN or infinite value");

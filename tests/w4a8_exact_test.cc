@@ -51,12 +51,12 @@ TEST(W4A8Strides, OutputPaddingBetweenRowsIsUntouched) {
       const auto y = run_w4a8(c, data, *kernel, pool);
       for (int64_t r = 0; r < c.m; ++r)
         for (int64_t col = c.n; col < data.ldy; ++col)
-          ASSERT_EQ(y[r * data.ldy + col], -777.0f) << w4a8::kernel_name(*kernel) << " " << c.name();
+          ASSERT_EQ(y[r * data.ldy + col], -777.0f)
+              << w4a8::kernel_name(*kernel) << " " << c.name();
     }
   }
   EXPECT_GT(strided_cases, 0);
 }
-
 
 }  // namespace
 }  // namespace dq4::test

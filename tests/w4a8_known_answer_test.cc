@@ -73,7 +73,8 @@ TEST(W4A8KnownAnswer, WorkedPackedWord) {
 nlohmann::json load_pack_vectors() {
   const char* dir = std::getenv("DQ4_FIXTURES");
   if (dir == nullptr) ADD_FAILURE() << "DQ4_FIXTURES is not set (point it at shared/fixtures)";
-  const std::string path = std::string(dir ? dir : "") + "/compressed-tensors-pack-vectors/pack_vectors.json";
+  const std::string path =
+      std::string(dir ? dir : "") + "/compressed-tensors-pack-vectors/pack_vectors.json";
   std::ifstream in(path);
   if (!in) ADD_FAILURE() << "cannot open fixture " << path;
   return in ? nlohmann::json::parse(in) : nlohmann::json::object();

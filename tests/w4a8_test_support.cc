@@ -35,11 +35,16 @@ float bf16_round(float f) {
 
 const char* rows_name(Rows r) {
   switch (r) {
-    case Rows::random: return "random";
-    case Rows::zero: return "zero";
-    case Rows::constant: return "constant";
-    case Rows::huge_range: return "huge";
-    case Rows::ties: return "ties";
+    case Rows::random:
+      return "random";
+    case Rows::zero:
+      return "zero";
+    case Rows::constant:
+      return "constant";
+    case Rows::huge_range:
+      return "huge";
+    case Rows::ties:
+      return "ties";
   }
   return "?";
 }
@@ -61,7 +66,8 @@ void fill_row(Rows kind, int64_t row, int64_t k, std::mt19937& rng, float* x) {
     case Rows::huge_range: {
       // magnitudes from 1e-38 to 1e30; every third row spans +-3e38 (the range overflows to inf)
       for (int64_t i = 0; i < k; ++i) {
-        const float magnitude = std::pow(10.0f, static_cast<float>(static_cast<int>(rng() % 69)) - 38.0f);
+        const float magnitude =
+            std::pow(10.0f, static_cast<float>(static_cast<int>(rng() % 69)) - 38.0f);
         x[i] = (rng() % 2 ? magnitude : -magnitude);
       }
       if (row % 3 == 0 && k >= 2) {
@@ -74,7 +80,8 @@ void fill_row(Rows kind, int64_t row, int64_t k, std::mt19937& rng, float* x) {
       // Range [-100, 155] gives mul = 1, so every half-integer lands exactly on a .5 tie;
       // odd rows use range [-1, 2] (mul = 85) with 0.5 * 85 = 42.5 and 1.5 * 85 = 127.5.
       if (row % 2 == 0) {
-        for (int64_t i = 0; i < k; ++i) x[i] = static_cast<float>(static_cast<int>(rng() % 255) - 100) + 0.5f;
+        for (int64_t i = 0; i < k; ++i)
+          x[i] = static_cast<float>(static_cast<int>(rng() % 255) - 100) + 0.5f;
         x[0] = -100.0f;
         x[k - 1] = 155.0f;
       } else {
@@ -93,7 +100,9 @@ void fill_row(Rows kind, int64_t row, int64_t k, std::mt19937& rng, float* x) {
 std::string W4A8Case::name() const {
   std::string s = "m" + std::to_string(m) + "_n" + std::to_string(n) + "_k" + std::to_string(k) +
                   "_g" + std::to_string(group) + (bias ? "_bias" : "") + "_" + rows_name(rows);
-  s += scale_type == w4a8::ScaleType::f32 ? "_f32" : scale_type == w4a8::ScaleType::bf16 ? "_bf16" : "_f16";
+  s += scale_type == w4a8::ScaleType::f32    ? "_f32"
+       : scale_type == w4a8::ScaleType::bf16 ? "_bf16"
+                                             : "_f16";
   s += input == Input::packed ? "_packed" : "_int8";
   if (lo > -3e38f || hi < 3e38f) s += "_clamp";
   if (ldx_pad || ldy_pad) s += "_strided";
@@ -111,7 +120,7 @@ std::vector<W4A8Case> w4a8_cases() {
     Input input;
   };
   const Shape shapes[] = {
-      {67, 172, 0, true, ScaleType::f32, Input::values},     // channelwise, K % 32 != 0
+      {67, 172, 0, true, ScaleType::f32, Input::values},      // channelwise, K % 32 != 0
       {13, 256, 256, false, ScaleType::bf16, Input::packed},  // G = K: channelwise
       {200, 96, 64, true, ScaleType::bf16, Input::values},    // partial last group (32 of 64)
       {37, 300, 128, true, ScaleType::f16, Input::packed},    // partial last group (44 of 128)
@@ -142,7 +151,8 @@ std::vector<W4A8Case> w4a8_cases() {
   // Clamp corner cases where max/min instructions differ from the defined (y > lo ? y : lo),
   // (y < hi ? y : hi): +0.0 outputs against lo = -0.0, and +-inf / NaN (0 * inf) before the clamp.
   cases.push_back({3, 67, 172, 0, false, ScaleType::f32, Input::values, Rows::zero, -0.0f, 1.0f});
-  W4A8Case overflow{7, 67, 172, 0, false, ScaleType::f32, Input::values, Rows::random, -1e30f, 1e30f};
+  W4A8Case overflow{7,      67,   172, 0, false, ScaleType::f32, Input::values, Rows::random,
+                    -1e30f, 1e30f};
   overflow.huge_scales = true;
   cases.push_back(overflow);
   overflow.rows = Rows::ties;
@@ -173,9 +183,15 @@ W4A8Data make_data(const W4A8Case& c, uint32_t seed) {
     const uint16_t f16 = static_cast<uint16_t>((exponent << 10) | mantissa);
     const float value = f16_value(f16) * (1.0f + static_cast<float>(rng() % 1000) * 1e-4f);
     switch (c.scale_type) {
-      case w4a8::ScaleType::f16: d.scales16[i] = f16; break;
-      case w4a8::ScaleType::bf16: d.scales16[i] = static_cast<uint16_t>(to_bits(value) >> 16); break;
-      case w4a8::ScaleType::f32: d.scales32[i] = c.huge_scales ? 3.0e38f : value; break;
+      case w4a8::ScaleType::f16:
+        d.scales16[i] = f16;
+        break;
+      case w4a8::ScaleType::bf16:
+        d.scales16[i] = static_cast<uint16_t>(to_bits(value) >> 16);
+        break;
+      case w4a8::ScaleType::f32:
+        d.scales32[i] = c.huge_scales ? 3.0e38f : value;
+        break;
     }
   }
   std::normal_distribution<float> normal(0.0f, 0.5f);
@@ -211,9 +227,15 @@ float W4A8Data::effective_scale(const W4A8Case& c, int64_t n, int64_t g) const {
   const size_t i = static_cast<size_t>(n * groups + g);
   float v = 0;
   switch (c.scale_type) {
-    case w4a8::ScaleType::f16: v = f16_value(scales16[i]); break;
-    case w4a8::ScaleType::bf16: v = from_bits(uint32_t{scales16[i]} << 16); break;
-    case w4a8::ScaleType::f32: v = scales32[i]; break;
+    case w4a8::ScaleType::f16:
+      v = f16_value(scales16[i]);
+      break;
+    case w4a8::ScaleType::bf16:
+      v = from_bits(uint32_t{scales16[i]} << 16);
+      break;
+    case w4a8::ScaleType::f32:
+      v = scales32[i];
+      break;
   }
   return groups == 1 && (c.group == 0 || c.group == c.k) ? v : bf16_round(v);
 }

@@ -22,7 +22,8 @@ struct W4A8Case {
   Rows rows = Rows::random;
   float lo = -3.4028235e38f, hi = 3.4028235e38f;
   int64_t ldx_pad = 0, ldy_pad = 0;
-  bool huge_scales = false;  // f32 scales near FLT_MAX: outputs overflow to +-inf (or NaN) before the clamp
+  bool huge_scales =
+      false;  // f32 scales near FLT_MAX: outputs overflow to +-inf (or NaN) before the clamp
 
   std::string name() const;
 };

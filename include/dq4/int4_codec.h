@@ -1,6 +1,7 @@
 #pragma once
 // compressed-tensors "pack-quantized" int4 encoding: row-major int32 words, 8 values per word,
-// nibble = q + 8, column 8j + i in bits [4i, 4i + 3]; a row is padded with nibble 0 to a whole word.
+// nibble = q + 8, column 8j + i in bits [4i, 4i + 3]; a row is padded with nibble 0 to a whole
+// word.
 
 #include <cstdint>
 

@@ -29,7 +29,7 @@ class SafetensorsFile {
   static SafetensorsFile parse(std::span<const uint8_t> bytes, const std::string& path);
 
   const std::string& path() const { return path_; }
-  const TensorView* find(std::string_view name) const;  // nullptr when absent
+  const TensorView* find(std::string_view name) const;    // nullptr when absent
   const TensorView& tensor(std::string_view name) const;  // throws naming the tensor and file
   const std::vector<TensorView>& tensors() const { return tensors_; }  // in data order
   const std::map<std::string, std::string>& metadata() const { return metadata_; }

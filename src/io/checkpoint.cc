@@ -43,19 +43,24 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
 
   if (!fs::exists(index_path, ec)) {
     if (!fs::exists(single_path, ec))
-      throw Error("checkpoint: " + dir + " holds neither model.safetensors nor model.safetensors.index.json");
+      throw Error("checkpoint: " + dir +
+                  " holds neither model.safetensors nor model.safetensors.index.json");
     c.files_.push_back(SafetensorsFile::open(single_path.string()));
     const auto& tensors = c.files_.back().tensors();
-    for (size_t i = 0; i < tensors.size(); ++i) c.tensors_.emplace(tensors[i].name, std::pair{size_t{0}, i});
+    for (size_t i = 0; i < tensors.size(); ++i)
+      c.tensors_.emplace(tensors[i].name, std::pair{size_t{0}, i});
     return c;
   }
 
   const std::string index_name = index_path.string();
-  const nlohmann::json index = io::parse_strict_json(read_text(index_path), "checkpoint " + index_name);
+  const nlohmann::json index =
+      io::parse_strict_json(read_text(index_path), "checkpoint " + index_name);
   if (!index.is_object()) throw Error("checkpoint " + index_name + ": not a JSON object");
-  if (!index.contains("weight_map")) throw Error("checkpoint " + index_name + ": missing field weight_map");
+  if (!index.contains("weight_map"))
+    throw Error("checkpoint " + index_name + ": missing field weight_map");
   const nlohmann::json& weight_map = index["weight_map"];
-  if (!weight_map.is_object()) throw Error("checkpoint " + index_name + ": weight_map is not an object");
+  if (!weight_map.is_object())
+    throw Error("checkpoint " + index_name + ": weight_map is not an object");
 
   std::map<std::string, std::vector<std::string>> by_shard;  // shard file -> its tensors
   for (const auto& [name, shard] : weight_map.items()) {
@@ -69,16 +74,17 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
   for (const auto& [shard, names] : by_shard) {
     const fs::path shard_path = root / shard;
     if (!fs::exists(shard_path, ec))
-      throw Error("checkpoint " + index_name + ": shard " + shard + " (holding tensor \"" + names.front() +
-                  "\") does not exist: " + shard_path.string());
+      throw Error("checkpoint " + index_name + ": shard " + shard + " (holding tensor \"" +
+                  names.front() + "\") does not exist: " + shard_path.string());
     c.files_.push_back(SafetensorsFile::open(shard_path.string()));
     const SafetensorsFile& file = c.files_.back();
     for (const std::string& name : names) {
       const TensorView* t = file.find(name);
       if (t == nullptr)
-        throw Error("checkpoint " + index_name + ": tensor \"" + name + "\" is listed in shard " + shard +
-                    " but " + shard_path.string() + " does not hold it");
-      c.tensors_.emplace(name, std::pair{c.files_.size() - 1, static_cast<size_t>(t - file.tensors().data())});
+        throw Error("checkpoint " + index_name + ": tensor \"" + name + "\" is listed in shard " +
+                    shard + " but " + shard_path.string() + " does not hold it");
+      c.tensors_.emplace(
+          name, std::pair{c.files_.size() - 1, static_cast<size_t>(t - file.tensors().data())});
     }
   }
   return c;

@@ -63,7 +63,8 @@ class HeaderParser {
   Entry entry(const std::string& name, const json& value) const {
     if (!value.is_object()) fail(name, "entry is " + describe(value) + ", not an object");
     for (const auto& [key, v] : value.items())
-      if (key != "dtype" && key != "shape" && key != "data_offsets") fail(name, "unknown field \"" + key + "\"");
+      if (key != "dtype" && key != "shape" && key != "data_offsets")
+        fail(name, "unknown field \"" + key + "\"");
     for (const char* field : {"dtype", "shape", "data_offsets"})
       if (!value.contains(field)) fail(name, "missing field " + std::string(field));
 
@@ -95,14 +96,16 @@ class HeaderParser {
       fail(name, "data_offsets is " + describe(offsets) + ", not [begin, end]");
     e.begin = non_negative(name, offsets[0], "data_offsets[0]");
     e.end = non_negative(name, offsets[1], "data_offsets[1]");
-    const std::string range = "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+    const std::string range =
+        "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
     if (e.begin > e.end) fail(name, range + " has begin > end");
     if (e.end > data_size_)
       fail(name, range + " ends past the data region of " + std::to_string(data_size_) + " bytes");
 
     uint64_t bytes = 0;
     overflow |= __builtin_mul_overflow(numel, uint64_t{dtype_size(e.view.dtype)}, &bytes);
-    const std::string size_of = "shape " + e.view.shape_string() + " of " + dtype.get<std::string>();
+    const std::string size_of =
+        "shape " + e.view.shape_string() + " of " + dtype.get<std::string>();
     if (overflow) fail(name, size_of + " overflows 64 bits of bytes");
     if (bytes != e.end - e.begin)
       fail(name, size_of + " is " + std::to_string(bytes) + " bytes but " + range + " span " +
@@ -120,12 +123,13 @@ class HeaderParser {
     const Entry* previous = nullptr;
     for (const Entry& e : entries) {
       if (e.begin < at)
-        fail(e.view.name, "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                              "] overlap tensor \"" + previous->view.name + "\" (which ends at " +
-                              std::to_string(at) + ")");
+        fail(e.view.name, "data_offsets [" + std::to_string(e.begin) + ", " +
+                              std::to_string(e.end) + "] overlap tensor \"" + previous->view.name +
+                              "\" (which ends at " + std::to_string(at) + ")");
       if (e.begin > at)
         fail(e.view.name, "data_offsets begin " + std::to_string(e.begin) + " leaves a gap of " +
-                              std::to_string(e.begin - at) + " unused bytes at offset " + std::to_string(at));
+                              std::to_string(e.begin - at) + " unused bytes at offset " +
+                              std::to_string(at));
       at = e.end;
       previous = &e;
     }
@@ -143,15 +147,16 @@ class HeaderParser {
 
 SafetensorsFile SafetensorsFile::parse(std::span<const uint8_t> bytes, const std::string& path) {
   if (bytes.size() < 8)
-    fail(path, "file is " + std::to_string(bytes.size()) + " bytes, too short for the 8-byte header length");
+    fail(path, "file is " + std::to_string(bytes.size()) +
+                   " bytes, too short for the 8-byte header length");
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | bytes[i];
   if (header_size > kMaxHeaderBytes)
     fail(path, "header length " + std::to_string(header_size) + " exceeds the limit of " +
-         std::to_string(kMaxHeaderBytes) + " bytes");
+                   std::to_string(kMaxHeaderBytes) + " bytes");
   if (header_size > bytes.size() - 8)
     fail(path, "header length " + std::to_string(header_size) + " runs past the end of the file (" +
-         std::to_string(bytes.size()) + " bytes)");
+                   std::to_string(bytes.size()) + " bytes)");
   const std::string_view header(reinterpret_cast<const char*>(bytes.data()) + 8, header_size);
   if (header.empty() || header.front() != '{') fail(path, "header does not start with '{'");
   const json root = io::parse_strict_json(header, "safetensors " + path + ": header");

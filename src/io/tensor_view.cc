@@ -18,11 +18,20 @@ struct DtypeInfo {
 };
 
 constexpr std::array<DtypeInfo, 15> kDtypes{{
-    {Dtype::BOOL, "BOOL", 1},  {Dtype::U8, "U8", 1},     {Dtype::I8, "I8", 1},
-    {Dtype::F8_E4M3, "F8_E4M3", 1}, {Dtype::F8_E5M2, "F8_E5M2", 1},
-    {Dtype::I16, "I16", 2},    {Dtype::U16, "U16", 2},   {Dtype::F16, "F16", 2},
-    {Dtype::BF16, "BF16", 2},  {Dtype::I32, "I32", 4},   {Dtype::U32, "U32", 4},
-    {Dtype::F32, "F32", 4},    {Dtype::I64, "I64", 8},   {Dtype::U64, "U64", 8},
+    {Dtype::BOOL, "BOOL", 1},
+    {Dtype::U8, "U8", 1},
+    {Dtype::I8, "I8", 1},
+    {Dtype::F8_E4M3, "F8_E4M3", 1},
+    {Dtype::F8_E5M2, "F8_E5M2", 1},
+    {Dtype::I16, "I16", 2},
+    {Dtype::U16, "U16", 2},
+    {Dtype::F16, "F16", 2},
+    {Dtype::BF16, "BF16", 2},
+    {Dtype::I32, "I32", 4},
+    {Dtype::U32, "U32", 4},
+    {Dtype::F32, "F32", 4},
+    {Dtype::I64, "I64", 8},
+    {Dtype::U64, "U64", 8},
     {Dtype::F64, "F64", 8},
 }};
 

@@ -50,10 +50,10 @@ CpuFeatures probe() {
   CpuFeatures f;
   const unsigned long hwcap = getauxval(AT_HWCAP);
   const unsigned long hwcap2 = getauxval(AT_HWCAP2);
-  f.neon = (hwcap >> 1) & 1;                    // HWCAP_ASIMD
-  f.neon_dotprod = (hwcap >> 20) & 1;           // HWCAP_ASIMDDP
-  f.neon_i8mm = (hwcap2 >> 13) & 1;             // HWCAP2_I8MM
-  f.neon_bf16 = (hwcap2 >> 14) & 1;             // HWCAP2_BF16
+  f.neon = (hwcap >> 1) & 1;           // HWCAP_ASIMD
+  f.neon_dotprod = (hwcap >> 20) & 1;  // HWCAP_ASIMDDP
+  f.neon_i8mm = (hwcap2 >> 13) & 1;    // HWCAP2_I8MM
+  f.neon_bf16 = (hwcap2 >> 14) & 1;    // HWCAP2_BF16
   return f;
 }
 #else

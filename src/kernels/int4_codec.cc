@@ -29,7 +29,8 @@ void unpack_int4_rows(const int32_t* words, int64_t rows, int64_t cols, int8_t* 
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       const uint32_t word = static_cast<uint32_t>(words[r * words_per_row + c / 8]);
-      values[r * cols + c] = static_cast<int8_t>(static_cast<int32_t>((word >> (4 * (c % 8))) & 0xfu) - 8);
+      values[r * cols + c] =
+          static_cast<int8_t>(static_cast<int32_t>((word >> (4 * (c % 8))) & 0xfu) - 8);
     }
 }
 

@@ -22,7 +22,8 @@ bool Args::parse(int argc, char** argv, int first) {
       std::fputs(help().c_str(), stdout);
       return false;
     }
-    if (arg.rfind("--", 0) != 0) throw Error("unexpected argument '" + arg + "' (see dq4 " + command_ + " --help)");
+    if (arg.rfind("--", 0) != 0)
+      throw Error("unexpected argument '" + arg + "' (see dq4 " + command_ + " --help)");
     std::string name = arg.substr(2), inline_value;
     const bool has_inline = name.find('=') != std::string::npos;
     if (has_inline) {
@@ -30,14 +31,16 @@ bool Args::parse(int argc, char** argv, int first) {
       name = name.substr(0, name.find('='));
     }
     const auto it = options_.find(name);
-    if (it == options_.end()) throw Error("unknown option --" + name + " (see dq4 " + command_ + " --help)");
+    if (it == options_.end())
+      throw Error("unknown option --" + name + " (see dq4 " + command_ + " --help)");
     if (it->second.value_name.empty()) {
       if (has_inline) throw Error("option --" + name + " takes no value");
       values_[name] = "1";
     } else if (has_inline) {
       values_[name] = inline_value;
     } else {
-      if (i + 1 >= argc) throw Error("option --" + name + " needs a value (" + it->second.value_name + ")");
+      if (i + 1 >= argc)
+        throw Error("option --" + name + " needs a value (" + it->second.value_name + ")");
       values_[name] = argv[++i];
     }
   }
@@ -55,7 +58,8 @@ int64_t Args::integer(const std::string& name) const {
   const std::string text = value(name);
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') throw Error("option --" + name + " needs an integer, got '" + text + "'");
+  if (text.empty() || *end != '\0')
+    throw Error("option --" + name + " needs an integer, got '" + text + "'");
   return v;
 }
 
@@ -63,7 +67,8 @@ double Args::number(const std::string& name) const {
   const std::string text = value(name);
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0') throw Error("option --" + name + " needs a number, got '" + text + "'");
+  if (text.empty() || *end != '\0')
+    throw Error("option --" + name + " needs a number, got '" + text + "'");
   return v;
 }
 

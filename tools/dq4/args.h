@@ -16,7 +16,8 @@ std::vector<int64_t> parse_integer_list(const std::string& option, const std::st
 
 class Args {
  public:
-  Args(std::string command, std::string summary) : command_(std::move(command)), summary_(std::move(summary)) {}
+  Args(std::string command, std::string summary)
+      : command_(std::move(command)), summary_(std::move(summary)) {}
 
   // Declares --name (a flag when value_name is empty, else an option taking a value).
   Args& option(const std::string& name, const std::string& value_name, const std::string& help,

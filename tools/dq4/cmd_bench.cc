@@ -17,7 +17,8 @@ struct Kind {
 };
 
 const Kind kKinds[] = {
-    {"kernels", "W4A8 matmul kernels over Llama shapes vs read bandwidth, int8 peak and OpenBLAS f32",
+    {"kernels",
+     "W4A8 matmul kernels over Llama shapes vs read bandwidth, int8 peak and OpenBLAS f32",
      bench::run_kernel_bench},
 };
 

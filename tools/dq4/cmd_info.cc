@@ -13,8 +13,9 @@
 namespace dq4::cli {
 
 int run_info(int argc, char** argv, int first) {
-  Args args("info", "Prints the CPU features found, every W4A8 kernel of this build with whether\n"
-                    "this CPU can run it, and the kernel chosen (DQ4_ISA=<name> forces one).");
+  Args args("info",
+            "Prints the CPU features found, every W4A8 kernel of this build with whether\n"
+            "this CPU can run it, and the kernel chosen (DQ4_ISA=<name> forces one).");
   if (!args.parse(argc, argv, first)) return 0;
   std::printf("cpu features: %s\n", cpu_features().to_string().c_str());
   std::printf("threads: %d\n", ThreadPool::global().size());
@@ -22,10 +23,12 @@ int run_info(int argc, char** argv, int first) {
   for (const w4a8::Kernel* kernel : w4a8::compiled_kernels()) {
     std::string why;
     const bool ok = w4a8::kernel_supported(*kernel, &why);
-    std::printf("  %-12s %s\n", std::string(w4a8::kernel_name(*kernel)).c_str(), ok ? "supported" : why.c_str());
+    std::printf("  %-12s %s\n", std::string(w4a8::kernel_name(*kernel)).c_str(),
+                ok ? "supported" : why.c_str());
   }
   const char* forced = std::getenv("DQ4_ISA");
-  std::printf("w4a8 kernel chosen: %s%s\n", std::string(w4a8::kernel_name(w4a8::default_kernel())).c_str(),
+  std::printf("w4a8 kernel chosen: %s%s\n",
+              std::string(w4a8::kernel_name(w4a8::default_kernel())).c_str(),
               forced != nullptr && *forced != '\0' ? " (forced by DQ4_ISA)" : "");
   return 0;
 }

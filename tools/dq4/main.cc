@@ -22,7 +22,10 @@ const Command kCommands[] = {
 };
 
 void print_usage(std::FILE* out) {
-  std::fputs("usage: dq4 <command> [options]\n\ndq4: W4A8 (int4 weights x dynamic int8 activations) CPU inference.\n\ncommands:\n", out);
+  std::fputs(
+      "usage: dq4 <command> [options]\n\ndq4: W4A8 (int4 weights x dynamic int8 activations) CPU "
+      "inference.\n\ncommands:\n",
+      out);
   for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
   std::fputs("\nRun 'dq4 <command> --help' for a command's options.\n", out);
 }

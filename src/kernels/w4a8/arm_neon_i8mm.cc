@@ -61,7 +61,7 @@ bool supported(const CpuFeatures& f) { return f.neon && f.neon_dotprod && f.neon
 
 }  // namespace
 
-extern const Kernel kNeonI8mmKernel = {"neon_i8mm", "neon+dotprod+i8mm", arm::kNr, supported,
-                                       arm::quantize, arm::run<SmmlaSums>};
+extern const Kernel kNeonI8mmKernel = {"neon_i8mm", "neon+dotprod+i8mm", arm::kNr,
+                                       supported,   arm::quantize,       arm::run<SmmlaSums>};
 
 }  // namespace dq4::w4a8

@@ -31,7 +31,8 @@ constexpr int kQuads = kNr / 4;
 // clamp to [-128, 127] through two saturating narrows (clamping to int16 first changes nothing).
 inline int8x16_t quantize16(const float* x, float32x4_t mul, int32x4_t zp) {
   int32x4_t v[4];
-  for (int i = 0; i < 4; ++i) v[i] = vaddq_s32(vcvtaq_s32_f32(vmulq_f32(vld1q_f32(x + 4 * i), mul)), zp);
+  for (int i = 0; i < 4; ++i)
+    v[i] = vaddq_s32(vcvtaq_s32_f32(vmulq_f32(vld1q_f32(x + 4 * i), mul)), zp);
   const int16x8_t lo = vcombine_s16(vqmovn_s32(v[0]), vqmovn_s32(v[1]));
   const int16x8_t hi = vcombine_s16(vqmovn_s32(v[2]), vqmovn_s32(v[3]));
   return vcombine_s8(vqmovn_s16(lo), vqmovn_s16(hi));
@@ -174,10 +175,17 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     int64_t m = m0;
     for (; m + 4 <= m1; m += 4) tile<Sums, 4>(l, panel, lhs, m, y, ldy, n0, lo, hi);
     switch (m1 - m) {
-      case 3: tile<Sums, 3>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 2: tile<Sums, 2>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 1: tile<Sums, 1>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      default: break;
+      case 3:
+        tile<Sums, 3>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+        break;
+      case 2:
+        tile<Sums, 2>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+        break;
+      case 1:
+        tile<Sums, 1>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+        break;
+      default:
+        break;
     }
   }
 }

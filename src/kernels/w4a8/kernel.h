@@ -12,8 +12,8 @@ namespace dq4::w4a8 {
 
 // Activations quantized per row (qai8dx), in natural k order, each row zero-padded to kp.
 struct QuantizedLhs {
-  int8_t* q = nullptr;  // [m, kp]
-  int64_t ldq = 0;      // = kp
+  int8_t* q = nullptr;      // [m, kp]
+  int64_t ldq = 0;          // = kp
   float* recip = nullptr;   // [m] (rmax - rmin) / 255 as KleidiAI computes it (1 / mul)
   int32_t* zp = nullptr;    // [m] nudged zero point
   int32_t* asum = nullptr;  // [m, groups] sum of q over each group (channelwise: over K)
@@ -23,7 +23,7 @@ struct QuantizedLhs {
 struct Kernel {
   const char* name;
   const char* needs;  // the CPU features it needs, for error messages
-  int64_t nr;            // panel width of its packed layout
+  int64_t nr;         // panel width of its packed layout
   bool (*supported)(const CpuFeatures&);
   // Quantizes rows [m0, m1) of x (row stride ldx). Returns the index of the first row holding a
   // non-finite value, or -1.

@@ -39,7 +39,9 @@ struct Layout {
   int64_t panel_bytes = 0;  // multiple of 64
 
   DQ4_ALWAYS_INLINE int64_t group_begin(int64_t g) const { return g * group; }
-  DQ4_ALWAYS_INLINE int64_t group_end(int64_t g) const { return g + 1 == groups ? k : (g + 1) * group; }
+  DQ4_ALWAYS_INLINE int64_t group_end(int64_t g) const {
+    return g + 1 == groups ? k : (g + 1) * group;
+  }
   DQ4_ALWAYS_INLINE int64_t group_steps(int64_t g) const {
     return g + 1 == groups ? last_group_steps : full_group_steps;
   }
@@ -63,7 +65,8 @@ DQ4_ALWAYS_INLINE Layout make_layout(int64_t n, int64_t k, int64_t group_size, i
   l.last_group_steps = round_up(k - (l.groups - 1) * l.group, 32) / 8;
   const int64_t scale_bytes = l.channelwise ? 0 : nr * 2;
   l.group_stride = l.full_group_steps * l.step_bytes + scale_bytes;
-  l.trailer_offset = (l.groups - 1) * l.group_stride + l.last_group_steps * l.step_bytes + scale_bytes;
+  l.trailer_offset =
+      (l.groups - 1) * l.group_stride + l.last_group_steps * l.step_bytes + scale_bytes;
   const int64_t trailer_bytes = l.channelwise ? nr * 12 : nr * 8;
   l.panel_bytes = round_up(l.trailer_offset + trailer_bytes, 64);
   return l;
@@ -74,7 +77,9 @@ struct PanelView {
   const uint8_t* base;
   const Layout* layout;
 
-  DQ4_ALWAYS_INLINE const uint8_t* group_data(int64_t g) const { return base + g * layout->group_stride; }
+  DQ4_ALWAYS_INLINE const uint8_t* group_data(int64_t g) const {
+    return base + g * layout->group_stride;
+  }
   // Groupwise: the nr bf16 scales after group g's nibbles.
   DQ4_ALWAYS_INLINE const uint16_t* group_scales(int64_t g) const {
     return reinterpret_cast<const uint16_t*>(group_data(g) +
@@ -92,7 +97,9 @@ struct PanelView {
   // Groupwise trailer
   DQ4_ALWAYS_INLINE const float* row_sums() const { return trailer_f32(0); }
   DQ4_ALWAYS_INLINE const float* gw_bias() const { return trailer_f32(1); }
-  DQ4_ALWAYS_INLINE const float* bias() const { return layout->channelwise ? cw_bias() : gw_bias(); }
+  DQ4_ALWAYS_INLINE const float* bias() const {
+    return layout->channelwise ? cw_bias() : gw_bias();
+  }
 };
 
 DQ4_ALWAYS_INLINE PanelView panel_view(const uint8_t* packed, const Layout& l, int64_t panel) {

@@ -87,7 +87,8 @@ void matmul(const PackedWeights& w, const MatmulArgs& a) {
   const int64_t row_block = 128;
   const int64_t row_tiles = (a.m + row_block - 1) / row_block;
   const int64_t want_tiles = threads == 1 ? 1 : int64_t{4} * threads;
-  const int64_t panel_tiles = std::clamp<int64_t>((want_tiles + row_tiles - 1) / row_tiles, 1, l.panels);
+  const int64_t panel_tiles =
+      std::clamp<int64_t>((want_tiles + row_tiles - 1) / row_tiles, 1, l.panels);
   const uint8_t* packed = w.data();
   pool.run(
       row_tiles * panel_tiles,
@@ -95,8 +96,7 @@ void matmul(const PackedWeights& w, const MatmulArgs& a) {
         const int64_t rt = t / panel_tiles, pt = t % panel_tiles;
         const int64_t m0 = rt * row_block, m1 = std::min(a.m, m0 + row_block);
         const int64_t p0 = l.panels * pt / panel_tiles, p1 = l.panels * (pt + 1) / panel_tiles;
-        if (p0 < p1)
-          kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
+        if (p0 < p1) kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
       },
       threads);
 }

@@ -189,7 +189,8 @@ void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t
   };
   if (l.channelwise) {
     const float scale = read_scale(s, n);
-    if (!std::isfinite(scale)) throw Error("w4a8::pack: " + where("scales", n, 0) + " is not finite");
+    if (!std::isfinite(scale))
+      throw Error("w4a8::pack: " + where("scales", n, 0) + " is not finite");
     const int32_t sum = static_cast<int32_t>(column_sum);
     put(view.scales() + c, &scale);
     put(view.column_sums() + c, &sum);

@@ -65,7 +65,8 @@ float groupwise_output(const PanelView& panel, int64_t c, const int8_t* q, int32
   float acc = 0.0f;
   for (int64_t g = 0; g < l.groups; ++g) {
     int32_t block = 0;
-    for (int64_t k = l.group_begin(g); k < l.group_end(g); ++k) block += q[k] * weight_at(panel, c, k);
+    for (int64_t k = l.group_begin(g); k < l.group_end(g); ++k)
+      block += q[k] * weight_at(panel, c, k);
     acc = std::fmaf(static_cast<float>(block), bf16_to_f32(panel.group_scales(g)[c]), acc);
   }
   acc = std::fmaf(panel.row_sums()[c], static_cast<float>(-zp), acc);

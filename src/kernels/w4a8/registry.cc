@@ -22,11 +22,11 @@ extern const Kernel kNeonI8mmKernel;
 
 std::vector<const Kernel*> compiled_kernels() {
   return {
-      &kReferenceKernel,
+    &kReferenceKernel,
 #if defined(__x86_64__)
-      &kAvx2Kernel,     &kAvxVnniKernel,     &kAvx512VnniKernel,
+        &kAvx2Kernel, &kAvxVnniKernel, &kAvx512VnniKernel,
 #elif defined(__aarch64__)
-      &kNeonKernel,     &kNeonDotprodKernel, &kNeonI8mmKernel,
+        &kNeonKernel, &kNeonDotprodKernel, &kNeonI8mmKernel,
 #endif
   };
 }
@@ -52,7 +52,8 @@ const Kernel& select_kernel(std::string_view isa_override) {
     const Kernel* kernel = find_kernel(isa_override);
     if (kernel == nullptr) {
       std::string names;
-      for (const Kernel* k : compiled_kernels()) names += std::string(names.empty() ? "" : ", ") + k->name;
+      for (const Kernel* k : compiled_kernels())
+        names += std::string(names.empty() ? "" : ", ") + k->name;
       throw Error("DQ4_ISA='" + std::string(isa_override) +
                   "' names no kernel of this build (available: " + names + ")");
     }

@@ -8,7 +8,8 @@ namespace {
 
 struct Avx2Dot {
   static __m256i step(__m256i acc, __m256i lo, __m256i a_lo, __m256i hi, __m256i a_hi) {
-    const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_maddubs_epi16(hi, a_hi));
+    const __m256i pairs =
+        _mm256_add_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_maddubs_epi16(hi, a_hi));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
 };
@@ -17,7 +18,7 @@ bool supported(const CpuFeatures& f) { return f.avx2 && f.fma; }
 
 }  // namespace
 
-extern const Kernel kAvx2Kernel = {"avx2", "avx2+fma", ymm::kNr, supported, ymm::quantize,
-                                   ymm::run<Avx2Dot>};
+extern const Kernel kAvx2Kernel = {"avx2",    "avx2+fma",    ymm::kNr,
+                                   supported, ymm::quantize, ymm::run<Avx2Dot>};
 
 }  // namespace dq4::w4a8

@@ -5,8 +5,8 @@
 
 #include <immintrin.h>
 
-#include <cfloat>
 #include <algorithm>
+#include <cfloat>
 #include <cstring>
 #include <type_traits>
 
@@ -30,7 +30,8 @@ __m512 round_half_away(__m512 v) {
   const __m512 abs_frac = _mm512_abs_ps(frac);
   const __mmask16 up = _mm512_cmp_ps_mask(abs_frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
   const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN));
-  const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)), sign));
+  const __m512 one =
+      _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)), sign));
   return _mm512_mask_add_ps(t, up, t, one);
 }
 
@@ -53,7 +54,8 @@ int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layo
       vmax = _mm512_mask_max_ps(vmax, mask, vmax, v);
     }
     if (non_finite != 0) return m;
-    const RowQuantParams p = row_quant_params(_mm512_reduce_min_ps(vmin), _mm512_reduce_max_ps(vmax));
+    const RowQuantParams p =
+        row_quant_params(_mm512_reduce_min_ps(vmin), _mm512_reduce_max_ps(vmax));
     const __m512 mul = _mm512_set1_ps(p.mul);
     const __m512i zp = _mm512_set1_epi32(p.zp);
     const __m512i qmin = _mm512_set1_epi32(-128), qmax = _mm512_set1_epi32(127);
@@ -63,7 +65,8 @@ int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layo
       for (int64_t k = l.group_begin(g); k < l.group_end(g); k += 16) {
         const __mmask16 mask = tail_mask(l.group_end(g) - k);
         const __m512 v = _mm512_maskz_loadu_ps(mask, row + k);
-        __m512i qi = _mm512_add_epi32(_mm512_cvtps_epi32(round_half_away(_mm512_mul_ps(v, mul))), zp);
+        __m512i qi =
+            _mm512_add_epi32(_mm512_cvtps_epi32(round_half_away(_mm512_mul_ps(v, mul))), zp);
         qi = _mm512_min_epi32(_mm512_max_epi32(qi, qmin), qmax);
         qi = _mm512_maskz_mov_epi32(mask, qi);
         sum = _mm512_add_epi32(sum, qi);
@@ -155,14 +158,16 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
     alignas(64) int32_t acc[MR][NV * 16];
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
     for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
-    dot_steps<MR, NV, kStream>(panel.group_data(0) + 4 * c0, l.full_group_steps, q, 0, start,
-                               [&](int r, int j, __m512i sum) { _mm512_store_si512(acc[r] + 16 * j, sum); });
+    dot_steps<MR, NV, kStream>(
+        panel.group_data(0) + 4 * c0, l.full_group_steps, q, 0, start,
+        [&](int r, int j, __m512i sum) { _mm512_store_si512(acc[r] + 16 * j, sum); });
     for (int r = 0; r < MR; ++r) {
       const __m512i zp = _mm512_set1_epi32(lhs.zp[m + r]);
       const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
       for (int j = 0; j < NV; ++j) {
         const __m512i sums = _mm512_loadu_si512(panel.column_sums() + c0 + 16 * j);
-        const __m512i u = _mm512_sub_epi32(_mm512_load_si512(acc[r] + 16 * j), _mm512_mullo_epi32(zp, sums));
+        const __m512i u =
+            _mm512_sub_epi32(_mm512_load_si512(acc[r] + 16 * j), _mm512_mullo_epi32(zp, sums));
         const __m512 sp = _mm512_mul_ps(_mm512_loadu_ps(panel.scales() + c0 + 16 * j), recip);
         out[r][j] = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(u), sp),
                                   _mm512_loadu_ps(panel.cw_bias() + c0 + 16 * j));
@@ -179,31 +184,43 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
       alignas(64) float d[NV * 16];  // the group's bf16 scales widened once, not once per row
       for (int j = 0; j < NV; ++j)
         _mm512_store_ps(d + 16 * j, _mm512_castsi512_ps(_mm512_slli_epi32(
-            _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16 * j))), 16)));
+                                        _mm512_cvtepu16_epi32(_mm256_loadu_si256(
+                                            reinterpret_cast<const __m256i*>(scales + 16 * j))),
+                                        16)));
       dot_steps<MR, NV, kStream, decltype(fixed_steps)::value>(
           panel.group_data(g) + 4 * c0, l.group_steps(g), q, l.group_begin(g), start,
           [&](int r, int j, __m512i block) {
-            _mm512_store_ps(facc[r] + 16 * j, _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), _mm512_load_ps(d + 16 * j),
-                                                              _mm512_load_ps(facc[r] + 16 * j)));
+            _mm512_store_ps(facc[r] + 16 * j,
+                            _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), _mm512_load_ps(d + 16 * j),
+                                            _mm512_load_ps(facc[r] + 16 * j)));
           });
     };
     auto full_groups = [&](auto fixed_steps) {
       for (int64_t g = 0; g + 1 < l.groups; ++g) group_pass(g, fixed_steps);
     };
     switch (l.full_group_steps) {
-      case 4: full_groups(std::integral_constant<int, 4>()); break;
-      case 8: full_groups(std::integral_constant<int, 8>()); break;
-      case 16: full_groups(std::integral_constant<int, 16>()); break;
-      default: full_groups(std::integral_constant<int, 0>()); break;
+      case 4:
+        full_groups(std::integral_constant<int, 4>());
+        break;
+      case 8:
+        full_groups(std::integral_constant<int, 8>());
+        break;
+      case 16:
+        full_groups(std::integral_constant<int, 16>());
+        break;
+      default:
+        full_groups(std::integral_constant<int, 0>());
+        break;
     }
     group_pass(l.groups - 1, std::integral_constant<int, 0>());  // may be partial
     for (int r = 0; r < MR; ++r) {
       const __m512 neg_zp = _mm512_set1_ps(static_cast<float>(-lhs.zp[m + r]));
       const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
       for (int j = 0; j < NV; ++j) {
-        const __m512 acc_final = _mm512_fmadd_ps(_mm512_loadu_ps(panel.row_sums() + c0 + 16 * j), neg_zp,
-                                                 _mm512_load_ps(facc[r] + 16 * j));
-        out[r][j] = _mm512_add_ps(_mm512_mul_ps(acc_final, recip), _mm512_loadu_ps(panel.gw_bias() + c0 + 16 * j));
+        const __m512 acc_final = _mm512_fmadd_ps(_mm512_loadu_ps(panel.row_sums() + c0 + 16 * j),
+                                                 neg_zp, _mm512_load_ps(facc[r] + 16 * j));
+        out[r][j] = _mm512_add_ps(_mm512_mul_ps(acc_final, recip),
+                                  _mm512_loadu_ps(panel.gw_bias() + c0 + 16 * j));
       }
     }
   }
@@ -226,10 +243,11 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
 // VPDPBUSD) win when groups are long; with groups of 32 the per-group epilogue dominates and
 // 4 rows x 64 columns measured faster.
 template <int Rows, int Vectors>
-void gemm_rows(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, int64_t rows,
-               float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+void gemm_rows(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m,
+               int64_t rows, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
   if constexpr (Rows > 0) {
-    if (rows != Rows) return gemm_rows<Rows - 1, Vectors>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+    if (rows != Rows)
+      return gemm_rows<Rows - 1, Vectors>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
     for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += Vectors)
       tile<Rows, Vectors, false>(l, panel, lhs, m, j0, y, ldy, n0, lo, hi);
   }
@@ -242,10 +260,18 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     const int64_t n0 = p * kNr;
     if (m1 - m0 <= 4) {  // decode: one pass over the whole panel streamed from memory
       switch (m1 - m0) {
-        case 4: tile<4, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi); break;
-        case 3: tile<3, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi); break;
-        case 2: tile<2, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi); break;
-        default: tile<1, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi); break;
+        case 4:
+          tile<4, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi);
+          break;
+        case 3:
+          tile<3, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi);
+          break;
+        case 2:
+          tile<2, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi);
+          break;
+        default:
+          tile<1, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi);
+          break;
       }
       continue;
     }
@@ -261,11 +287,13 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
   }
 }
 
-bool supported(const CpuFeatures& f) { return f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni; }
+bool supported(const CpuFeatures& f) {
+  return f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni;
+}
 
 }  // namespace
 
-extern const Kernel kAvx512VnniKernel = {"avx512_vnni", "avx512f+avx512bw+avx512vl+avx512_vnni", kNr,
-                                         supported, quantize, run};
+extern const Kernel kAvx512VnniKernel = {
+    "avx512_vnni", "avx512f+avx512bw+avx512vl+avx512_vnni", kNr, supported, quantize, run};
 
 }  // namespace dq4::w4a8

@@ -42,8 +42,8 @@ inline int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, con
     int64_t k = 0;
     for (; k + 8 <= l.k; k += 8) {
       const __m256 v = _mm256_loadu_ps(row + k);
-      non_finite = _mm256_or_ps(non_finite,
-                                _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, v), finite_limit, _CMP_NLE_UQ));
+      non_finite = _mm256_or_ps(
+          non_finite, _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, v), finite_limit, _CMP_NLE_UQ));
       vmin = _mm256_min_ps(vmin, v);
       vmax = _mm256_max_ps(vmax, v);
     }
@@ -72,10 +72,12 @@ inline int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, con
       int64_t kk = l.group_begin(g);
       for (; kk + 8 <= end; kk += 8) {
         const __m256 v = _mm256_loadu_ps(row + kk);
-        __m256i qi = _mm256_add_epi32(_mm256_cvtps_epi32(round_half_away(_mm256_mul_ps(v, mul))), zp);
+        __m256i qi =
+            _mm256_add_epi32(_mm256_cvtps_epi32(round_half_away(_mm256_mul_ps(v, mul))), zp);
         qi = _mm256_min_epi32(_mm256_max_epi32(qi, qmin), qmax);
         sum = _mm256_add_epi32(sum, qi);
-        const __m128i q16 = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
+        const __m128i q16 =
+            _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
         _mm_storel_epi64(reinterpret_cast<__m128i*>(q + kk), _mm_packs_epi16(q16, q16));
       }
       int32_t lanes[8];
@@ -117,7 +119,8 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t s
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm256_set1_epi32(start[r]);
   for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
-    if constexpr (kStream) _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes), _MM_HINT_T0);
+    if constexpr (kStream)
+      _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes), _MM_HINT_T0);
     __m256i lo[kVectors], hi[kVectors];
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) {
@@ -161,9 +164,11 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
     dot_steps<Dot, MR, kStream>(
         panel.group_data(0), l.full_group_steps, q, 0, start, [&](int r, int j, __m256i sum) {
           const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
-          const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
+          const __m256i sums =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
           const __m256i u = _mm256_sub_epi32(sum, _mm256_mullo_epi32(zp, sums));
-          const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j), _mm256_set1_ps(lhs.recip[m + r]));
+          const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j),
+                                          _mm256_set1_ps(lhs.recip[m + r]));
           out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
                                     _mm256_loadu_ps(panel.cw_bias() + 8 * j));
         });
@@ -176,9 +181,11 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
       for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
       const uint16_t* scales = panel.group_scales(g);
       dot_steps<Dot, MR, kStream>(
-          panel.group_data(g), l.group_steps(g), q, l.group_begin(g), start, [&](int r, int j, __m256i block) {
-            _mm256_store_ps(facc[r] + 8 * j, _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
-                                                             _mm256_load_ps(facc[r] + 8 * j)));
+          panel.group_data(g), l.group_steps(g), q, l.group_begin(g), start,
+          [&](int r, int j, __m256i block) {
+            _mm256_store_ps(facc[r] + 8 * j,
+                            _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
+                                            _mm256_load_ps(facc[r] + 8 * j)));
           });
     }
     for (int r = 0; r < MR; ++r) {
@@ -187,7 +194,8 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
       for (int j = 0; j < kVectors; ++j) {
         const __m256 acc = _mm256_fmadd_ps(_mm256_loadu_ps(panel.row_sums() + 8 * j), neg_zp,
                                            _mm256_load_ps(facc[r] + 8 * j));
-        out[r][j] = _mm256_add_ps(_mm256_mul_ps(acc, recip), _mm256_loadu_ps(panel.gw_bias() + 8 * j));
+        out[r][j] =
+            _mm256_add_ps(_mm256_mul_ps(acc, recip), _mm256_loadu_ps(panel.gw_bias() + 8 * j));
       }
     }
   }
@@ -216,20 +224,35 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     const int64_t n0 = p * kNr;
     if (m1 - m0 <= 4) {  // decode: one pass over the weights streamed from memory
       switch (m1 - m0) {
-        case 4: tile<Dot, 4, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
-        case 3: tile<Dot, 3, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
-        case 2: tile<Dot, 2, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
-        default: tile<Dot, 1, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi); break;
+        case 4:
+          tile<Dot, 4, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi);
+          break;
+        case 3:
+          tile<Dot, 3, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi);
+          break;
+        case 2:
+          tile<Dot, 2, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi);
+          break;
+        default:
+          tile<Dot, 1, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi);
+          break;
       }
       continue;
     }
     int64_t m = m0;  // prefill: row tiles re-read the panel from L2
     for (; m + 4 <= m1; m += 4) tile<Dot, 4, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
     switch (m1 - m) {
-      case 3: tile<Dot, 3, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 2: tile<Dot, 2, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      case 1: tile<Dot, 1, false>(l, panel, lhs, m, y, ldy, n0, lo, hi); break;
-      default: break;
+      case 3:
+        tile<Dot, 3, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+        break;
+      case 2:
+        tile<Dot, 2, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+        break;
+      case 1:
+        tile<Dot, 1, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+        break;
+      default:
+        break;
     }
   }
 }

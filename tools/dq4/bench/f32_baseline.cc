@@ -16,7 +16,8 @@ void f32_matmul(const float* w, int64_t n, int64_t k, const float* x, int64_t m,
 }
 
 std::string f32_library() {
-  return std::string("OpenBLAS ") + openblas_get_config() + " (core " + openblas_get_corename() + ")";
+  return std::string("OpenBLAS ") + openblas_get_config() + " (core " + openblas_get_corename() +
+         ")";
 }
 
 }  // namespace dq4::cli::bench

@@ -15,13 +15,14 @@ constexpr int kRounds = 7;
 
 }  // namespace
 
-FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, const float* x, int64_t m,
-                          int threads) {
+FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, const float* x,
+                          int64_t m, int threads) {
   const std::vector<int32_t> nibbles = random_nibbles(kWideN, k, 7);
   const Int4Weights wide = random_int4_weights(nibbles, kWideN, k, group, 8);
   Int4Weights narrow = wide;
   narrow.n = 1;
-  const w4a8::PackedWeights packed[2] = {w4a8::pack(narrow.source(), kernel), w4a8::pack(wide.source(), kernel)};
+  const w4a8::PackedWeights packed[2] = {w4a8::pack(narrow.source(), kernel),
+                                         w4a8::pack(wide.source(), kernel)};
   std::vector<float> y(static_cast<size_t>(m * kWideN));
 
   // Alternate the two sizes round by round; take the median of the round medians.
@@ -44,7 +45,8 @@ FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, 
     }
   }
   const double t1 = summarize(medians[0]).median, t2 = summarize(medians[1]).median;
-  const double b1 = static_cast<double>(packed[0].bytes()), b2 = static_cast<double>(packed[1].bytes());
+  const double b1 = static_cast<double>(packed[0].bytes()),
+               b2 = static_cast<double>(packed[1].bytes());
   FixedCost cost;
   cost.one_column_s = t1;
   cost.seconds = b2 > b1 ? std::clamp(t1 - (t2 - t1) * b1 / (b2 - b1), 0.0, t1) : t1;

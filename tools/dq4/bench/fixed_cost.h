@@ -11,12 +11,12 @@
 namespace dq4::cli::bench {
 
 struct FixedCost {
-  double seconds = 0;        // extrapolated to zero weights (clamped to [0, one_column_s])
-  double one_column_s = 0;   // the measured call with one output channel: an upper bound
+  double seconds = 0;       // extrapolated to zero weights (clamped to [0, one_column_s])
+  double one_column_s = 0;  // the measured call with one output channel: an upper bound
 };
 
 // For `m` rows of length k (x: [m, k]) with group size `group`, on `threads` threads.
-FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, const float* x, int64_t m,
-                          int threads);
+FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, const float* x,
+                          int64_t m, int threads);
 
 }  // namespace dq4::cli::bench

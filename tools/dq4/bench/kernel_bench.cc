@@ -67,7 +67,8 @@ TimingPlan plan_for(const KernelGrid& grid) {
   return plan;
 }
 
-w4a8::MatmulArgs matmul_args(const float* x, int64_t m, int64_t k, float* y, int64_t n, int threads) {
+w4a8::MatmulArgs matmul_args(const float* x, int64_t m, int64_t k, float* y, int64_t n,
+                             int threads) {
   w4a8::MatmulArgs args;
   args.m = m;
   args.x = x;
@@ -80,14 +81,15 @@ w4a8::MatmulArgs matmul_args(const float* x, int64_t m, int64_t k, float* y, int
 }
 
 // The kernel cases of one shape and group, on cold copies of the packed weights.
-std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Weights& weights, const float* x,
-                                         float* y) {
+std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Weights& weights,
+                                         const float* x, float* y) {
   const KernelGrid& grid = run.grid;
   const w4a8::PackedWeights packed = w4a8::pack(weights.source(), *grid.kernel);
   const FixedCost* fixed = nullptr;
   if (std::find(grid.ms.begin(), grid.ms.end(), 1) != grid.ms.end()) {
     const auto key = std::make_pair(s.k, weights.group);
-    if (run.fixed_costs.count(key) == 0) run.fixed_costs[key] = fixed_call_cost(*grid.kernel, s.k, weights.group, x, 1, 1);
+    if (run.fixed_costs.count(key) == 0)
+      run.fixed_costs[key] = fixed_call_cost(*grid.kernel, s.k, weights.group, x, 1, 1);
     fixed = &run.fixed_costs[key];
   }
   ColdCopies<w4a8::PackedWeights> cold(packed, packed.bytes(), run.cold_budget);
@@ -97,8 +99,9 @@ std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Wei
   for (int64_t m : grid.ms) {
     for (int threads : grid.threads) {
       std::fprintf(stderr, "[%lld/%lld] %s %lldx%lld group %lld M %lld threads %d\n",
-                   static_cast<long long>(++run.cases_started), static_cast<long long>(grid.cases()),
-                   run.isa.c_str(), static_cast<long long>(s.n), static_cast<long long>(s.k),
+                   static_cast<long long>(++run.cases_started),
+                   static_cast<long long>(grid.cases()), run.isa.c_str(),
+                   static_cast<long long>(s.n), static_cast<long long>(s.k),
                    static_cast<long long>(weights.group), static_cast<long long>(m), threads);
       const w4a8::MatmulArgs args = matmul_args(x, m, s.k, y, s.n, threads);
       CaseResult r;
@@ -112,7 +115,8 @@ std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Wei
       r.weight_bytes = static_cast<int64_t>(packed.bytes());
       r.cold_copies = static_cast<int64_t>(cold.count());
       const double t = r.seconds.median;
-      r.gflops = 2.0 * static_cast<double>(m) * static_cast<double>(s.n) * static_cast<double>(s.k) / t * 1e-9;
+      r.gflops = 2.0 * static_cast<double>(m) * static_cast<double>(s.n) *
+                 static_cast<double>(s.k) / t * 1e-9;
       r.weight_gbps = static_cast<double>(r.weight_bytes) / t * 1e-9;
       if (m == 1 && fixed != nullptr) {
         r.fixed_seconds = fixed->seconds;
@@ -125,8 +129,9 @@ std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Wei
 }
 
 // OpenBLAS on the same weights in f32, cold as well: median seconds per (m, threads).
-std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s, const Int4Weights& weights,
-                                                        const float* x, float* y) {
+std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s,
+                                                        const Int4Weights& weights, const float* x,
+                                                        float* y) {
   const KernelGrid& grid = run.grid;
   const AlignedBuffer w = weights.dequantized();
   ColdCopies<AlignedBuffer> cold(w, w.size(), run.cold_budget);
@@ -135,11 +140,15 @@ std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s
   std::map<std::pair<int64_t, int>, double> seconds;
   for (int64_t m : grid.ms) {
     for (int threads : grid.threads) {
-      std::fprintf(stderr, "[f32] OpenBLAS %lldx%lld M %lld threads %d\n", static_cast<long long>(s.n),
-                   static_cast<long long>(s.k), static_cast<long long>(m), threads);
+      std::fprintf(stderr, "[f32] OpenBLAS %lldx%lld M %lld threads %d\n",
+                   static_cast<long long>(s.n), static_cast<long long>(s.k),
+                   static_cast<long long>(m), threads);
       set_f32_threads(threads);
       const Summary t = time_calls(
-          [&] { f32_matmul(reinterpret_cast<const float*>(cold.next().data()), s.n, s.k, x, m, y); }, plan_for(grid));
+          [&] {
+            f32_matmul(reinterpret_cast<const float*>(cold.next().data()), s.n, s.k, x, m, y);
+          },
+          plan_for(grid));
       seconds[{m, threads}] = t.median;
     }
   }
@@ -166,7 +175,8 @@ void run_shape(Run& run, const Shape& s) {
   run.refs.reset();
   run.refs.measure(run.info, "before " + shape);
   const int64_t max_m = *std::max_element(grid.ms.begin(), grid.ms.end());
-  const std::vector<float> x = random_normal(static_cast<size_t>(max_m * s.k), 1000 + static_cast<uint64_t>(s.k));
+  const std::vector<float> x =
+      random_normal(static_cast<size_t>(max_m * s.k), 1000 + static_cast<uint64_t>(s.k));
   AlignedBuffer y(static_cast<size_t>(max_m * s.n) * sizeof(float));
   float* yp = reinterpret_cast<float*>(y.data());
   const std::vector<int32_t> nibbles = random_nibbles(s.n, s.k, 17);
@@ -179,7 +189,8 @@ void run_shape(Run& run, const Shape& s) {
                                                     100 + static_cast<uint64_t>(group));
     const std::vector<CaseResult> block = run_kernel_cases(run, s, weights, x.data(), yp);
     cases.insert(cases.end(), block.begin(), block.end());
-    if (grid.baseline && f32_seconds.empty()) f32_seconds = run_f32_cases(run, s, weights, x.data(), yp);
+    if (grid.baseline && f32_seconds.empty())
+      f32_seconds = run_f32_cases(run, s, weights, x.data(), yp);
   }
   run.refs.measure(run.info, "after " + shape);
   for (CaseResult& r : cases) {
@@ -192,22 +203,24 @@ void run_shape(Run& run, const Shape& s) {
 }  // namespace
 
 int run_kernel_bench(int argc, char** argv, int first) {
-  Args args("bench kernels",
-            "Speed of the W4A8 matmul kernel (int4 weights x per-row int8 activations -> f32) on cold\n"
-            "weights: per case GFLOP/s (2MNK/t), packed-weight GB/s and, measured in the same run,\n"
-            "bw_ratio = weight GB/s / read bandwidth (M <= 4), peak_ratio = GFLOP/s / int8 dot peak\n"
-            "(M >= 64), the speedup over OpenBLAS sgemv/sgemm on the same weights in f32, and for M = 1\n"
-            "the share of the per-call fixed cost (activation quantization + dispatch, one thread).\n"
-            "Times are medians. Progress goes to stderr. DQ4_THREADS sets the thread pool's size.");
+  Args args(
+      "bench kernels",
+      "Speed of the W4A8 matmul kernel (int4 weights x per-row int8 activations -> f32) on cold\n"
+      "weights: per case GFLOP/s (2MNK/t), packed-weight GB/s and, measured in the same run,\n"
+      "bw_ratio = weight GB/s / read bandwidth (M <= 4), peak_ratio = GFLOP/s / int8 dot peak\n"
+      "(M >= 64), the speedup over OpenBLAS sgemv/sgemm on the same weights in f32, and for M = 1\n"
+      "the share of the per-call fixed cost (activation quantization + dispatch, one thread).\n"
+      "Times are medians. Progress goes to stderr. DQ4_THREADS sets the thread pool's size.");
   declare_kernel_bench_options(args);
   if (!args.parse(argc, argv, first)) return 0;
   const KernelGrid grid = kernel_grid(args);
   const auto start = Clock::now();
 
   std::FILE* info = grid.json ? stderr : stdout;
-  std::fprintf(info, "dq4 bench kernels%s: kernel %s, threads %s (pool %d), cpu: %s\n", grid.quick ? " --quick" : "",
-               std::string(w4a8::kernel_name(*grid.kernel)).c_str(), join(grid.threads).c_str(),
-               ThreadPool::global().size(), cpu_features().to_string().c_str());
+  std::fprintf(info, "dq4 bench kernels%s: kernel %s, threads %s (pool %d), cpu: %s\n",
+               grid.quick ? " --quick" : "", std::string(w4a8::kernel_name(*grid.kernel)).c_str(),
+               join(grid.threads).c_str(), ThreadPool::global().size(),
+               cpu_features().to_string().c_str());
   if (grid.baseline) std::fprintf(info, "f32 baseline: %s\n", f32_library().c_str());
   std::fprintf(info, "load average: %s\n", load_average().c_str());
   Run run(grid, info, cold_budget(info, grid.cold_mib));
@@ -218,8 +231,8 @@ int run_kernel_bench(int argc, char** argv, int first) {
 
   if (grid.json) print_json(stdout, run.results);
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  std::fprintf(info, "%lld cases in %.1f s; load average now: %s\n", static_cast<long long>(grid.cases()), elapsed,
-               load_average().c_str());
+  std::fprintf(info, "%lld cases in %.1f s; load average now: %s\n",
+               static_cast<long long>(grid.cases()), elapsed, load_average().c_str());
   return 0;
 }
 

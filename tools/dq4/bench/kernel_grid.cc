@@ -12,7 +12,8 @@ namespace {
 // Llama-3.2-1B, Llama-3.2-3B and Llama-3.1-8B linear layers (q/o, k/v, gate/up, down) and the
 // 128256 x 2048 lm_head of the 1B model.
 constexpr const char* kFullShapes =
-    "2048x2048,512x2048,8192x2048,2048x8192,3072x3072,8192x3072,3072x8192,4096x4096,14336x4096,4096x14336,"
+    "2048x2048,512x2048,8192x2048,2048x8192,3072x3072,8192x3072,3072x8192,4096x4096,14336x4096,"
+    "4096x14336,"
     "128256x2048";
 constexpr const char* kFullMs = "1,2,4,8,16,32,64,128,256,512";
 constexpr const char* kFullGroups = "0,32,128";
@@ -34,18 +35,31 @@ std::string value_or(const Args& args, const std::string& name, const char* fall
 
 void declare_kernel_bench_options(Args& args) {
   std::string quick = "a subset in well under two minutes: shapes ";
-  quick.append(kQuickShapes).append(", M ").append(kQuickMs).append(", min-time ").append(kQuickMinTime);
+  quick.append(kQuickShapes)
+      .append(", M ")
+      .append(kQuickMs)
+      .append(", min-time ")
+      .append(kQuickMinTime);
   args.option("quick", "", quick)
-      .option("json", "", "print one JSON array (an object per case) on stdout instead of the table")
-      .option("shapes", "NxK,...", "weight shapes, N output channels x K inputs (default: Llama 1B/3B/8B and lm_head)")
+      .option("json", "",
+              "print one JSON array (an object per case) on stdout instead of the table")
+      .option("shapes", "NxK,...",
+              "weight shapes, N output channels x K inputs (default: Llama 1B/3B/8B and lm_head)")
       .option("m", "LIST", std::string("activation rows (default: ") + kFullMs + ")")
-      .option("group", "LIST", std::string("group sizes along K, 0 = channelwise (default: ") + kFullGroups + ")")
-      .option("threads", "LIST", "thread counts, each at most the pool size set by DQ4_THREADS (default: 1,2)")
-      .option("isa", "NAME", "kernel to measure: reference, avx2, avx_vnni, avx512_vnni, ... (default: the one dq4 chooses)")
-      .option("min-time", "SECONDS", std::string("time spent per case and operand, at least 3 calls (default: ") +
-                                         kFullMinTime + ")")
+      .option("group", "LIST",
+              std::string("group sizes along K, 0 = channelwise (default: ") + kFullGroups + ")")
+      .option("threads", "LIST",
+              "thread counts, each at most the pool size set by DQ4_THREADS (default: 1,2)")
+      .option("isa", "NAME",
+              "kernel to measure: reference, avx2, avx_vnni, avx512_vnni, ... (default: the one "
+              "dq4 chooses)")
+      .option("min-time", "SECONDS",
+              std::string("time spent per case and operand, at least 3 calls (default: ") +
+                  kFullMinTime + ")")
       .option("no-baseline", "", "skip the OpenBLAS f32 baseline")
-      .option("cold-mib", "MIB", "MiB the copies of each cold operand and the bandwidth probe cover (default: 4x the last-level cache)");
+      .option("cold-mib", "MIB",
+              "MiB the copies of each cold operand and the bandwidth probe cover (default: 4x the "
+              "last-level cache)");
 }
 
 std::vector<Shape> parse_shapes(const std::string& text) {
@@ -59,7 +73,8 @@ std::vector<Shape> parse_shapes(const std::string& text) {
     const long long n = std::strtoll(n_text.c_str(), &end_n, 10);
     const long long k = std::strtoll(k_text.c_str(), &end_k, 10);
     if (n_text.empty() || k_text.empty() || *end_n != '\0' || *end_k != '\0' || n <= 0 || k <= 0)
-      throw Error("option --shapes needs comma-separated NxK with positive N and K, got '" + item + "'");
+      throw Error("option --shapes needs comma-separated NxK with positive N and K, got '" + item +
+                  "'");
     out.push_back({n, k});
   }
   return out;
@@ -72,19 +87,24 @@ KernelGrid kernel_grid(const Args& args) {
   grid.baseline = !args.flag("no-baseline");
   grid.shapes = parse_shapes(value_or(args, "shapes", grid.quick ? kQuickShapes : kFullShapes));
   grid.ms = parse_integer_list("m", value_or(args, "m", grid.quick ? kQuickMs : kFullMs));
-  grid.groups = parse_integer_list("group", value_or(args, "group", grid.quick ? kQuickGroups : kFullGroups));
-  grid.min_time_s = args.value("min-time").empty() ? std::atof(grid.quick ? kQuickMinTime : kFullMinTime)
-                                                   : args.number("min-time");
+  grid.groups =
+      parse_integer_list("group", value_or(args, "group", grid.quick ? kQuickGroups : kFullGroups));
+  grid.min_time_s = args.value("min-time").empty()
+                        ? std::atof(grid.quick ? kQuickMinTime : kFullMinTime)
+                        : args.number("min-time");
 
   for (int64_t m : grid.ms)
-    if (m < 1 || m > 65536) throw Error("option --m: rows must be in [1, 65536], got " + std::to_string(m));
+    if (m < 1 || m > 65536)
+      throw Error("option --m: rows must be in [1, 65536], got " + std::to_string(m));
   for (int64_t g : grid.groups)
     if (g < 0 || g % 32 != 0)
-      throw Error("option --group: group sizes must be 0 (channelwise) or a multiple of 32, got " + std::to_string(g));
+      throw Error("option --group: group sizes must be 0 (channelwise) or a multiple of 32, got " +
+                  std::to_string(g));
   for (const Shape& s : grid.shapes)
     for (int64_t g : grid.groups)
       if (g > s.k)
-        throw Error("option --group: group " + std::to_string(g) + " is longer than K = " + std::to_string(s.k));
+        throw Error("option --group: group " + std::to_string(g) +
+                    " is longer than K = " + std::to_string(s.k));
   if (!(grid.min_time_s >= 0 && grid.min_time_s <= 3600))
     throw Error("option --min-time must be in [0, 3600] seconds, got " + args.value("min-time"));
 
@@ -101,7 +121,8 @@ KernelGrid kernel_grid(const Args& args) {
   } else {
     for (int64_t t : parse_integer_list("threads", args.value("threads"))) {
       if (t < 1 || t > pool)
-        throw Error("option --threads: " + std::to_string(t) + " is outside [1, " + std::to_string(pool) +
+        throw Error("option --threads: " + std::to_string(t) + " is outside [1, " +
+                    std::to_string(pool) +
                     "], the thread pool's size (set DQ4_THREADS for a larger pool)");
       grid.threads.push_back(static_cast<int>(t));
     }
@@ -111,7 +132,8 @@ KernelGrid kernel_grid(const Args& args) {
     grid.kernel = &w4a8::default_kernel();
   } else {
     grid.kernel = w4a8::find_kernel(args.value("isa"));
-    if (grid.kernel == nullptr) throw Error("option --isa: no kernel named '" + args.value("isa") + "' in this build");
+    if (grid.kernel == nullptr)
+      throw Error("option --isa: no kernel named '" + args.value("isa") + "' in this build");
     std::string why;
     if (!w4a8::kernel_supported(*grid.kernel, &why)) throw Error("option --isa: " + why);
   }

@@ -46,7 +46,8 @@ size_t sysfs_last_level_cache() {
   size_t best = 0;
   int best_level = 0;
   for (int index = 0; index < 16; ++index) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    const std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
     std::ifstream level_file(dir + "level"), size_file(dir + "size"), type_file(dir + "type");
     int level = 0;
     std::string size, type;
@@ -96,9 +97,12 @@ __attribute__((target("avx2"))) uint64_t read_ymm(const uint8_t* p, size_t bytes
   for (size_t i = 0; i < bytes; i += kReadChunk) {
     for (size_t j = 0; j < kReadChunk; j += 128) {
       a0 = _mm256_xor_si256(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + j)));
-      a1 = _mm256_xor_si256(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + j + 32)));
-      a2 = _mm256_xor_si256(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + j + 64)));
-      a3 = _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + j + 96)));
+      a1 =
+          _mm256_xor_si256(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + j + 32)));
+      a2 =
+          _mm256_xor_si256(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + j + 64)));
+      a3 =
+          _mm256_xor_si256(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + j + 96)));
     }
   }
   return fold_ymm(_mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3)));
@@ -147,10 +151,13 @@ constexpr int kZmmAccumulators = 16;
 constexpr int kYmmAccumulators = 12;
 constexpr int kMaddubsChains = 8;
 
-__attribute__((target("avx512f,avx512vnni"))) uint64_t loop_avx512_vnni(int64_t iterations, int seed) {
+__attribute__((target("avx512f,avx512vnni"))) uint64_t loop_avx512_vnni(int64_t iterations,
+                                                                        int seed) {
   const __m512i a = _mm512_set1_epi32(seed), b = _mm512_set1_epi32(seed * 7 + 1);
-  __m512i c0 = _mm512_set1_epi32(0), c1 = _mm512_set1_epi32(1), c2 = _mm512_set1_epi32(2), c3 = _mm512_set1_epi32(3);
-  __m512i c4 = _mm512_set1_epi32(4), c5 = _mm512_set1_epi32(5), c6 = _mm512_set1_epi32(6), c7 = _mm512_set1_epi32(7);
+  __m512i c0 = _mm512_set1_epi32(0), c1 = _mm512_set1_epi32(1), c2 = _mm512_set1_epi32(2),
+          c3 = _mm512_set1_epi32(3);
+  __m512i c4 = _mm512_set1_epi32(4), c5 = _mm512_set1_epi32(5), c6 = _mm512_set1_epi32(6),
+          c7 = _mm512_set1_epi32(7);
   __m512i c8 = c0, c9 = c1, c10 = c2, c11 = c3, c12 = c4, c13 = c5, c14 = c6, c15 = c7;
   for (int64_t i = 0; i < iterations; ++i) {
     __asm__ volatile(
@@ -164,8 +171,8 @@ __attribute__((target("avx512f,avx512vnni"))) uint64_t loop_avx512_vnni(int64_t 
         "vpdpbusd %[b], %[a], %[c0]\n\tvpdpbusd %[b], %[a], %[c1]\n\tvpdpbusd %[b], %[a], %[c2]\n\t"
         "vpdpbusd %[b], %[a], %[c3]\n\tvpdpbusd %[b], %[a], %[c4]\n\tvpdpbusd %[b], %[a], %[c5]\n\t"
         "vpdpbusd %[b], %[a], %[c6]\n\tvpdpbusd %[b], %[a], %[c7]"
-        : [c0] "+v"(c8), [c1] "+v"(c9), [c2] "+v"(c10), [c3] "+v"(c11), [c4] "+v"(c12), [c5] "+v"(c13),
-          [c6] "+v"(c14), [c7] "+v"(c15)
+        : [c0] "+v"(c8), [c1] "+v"(c9), [c2] "+v"(c10), [c3] "+v"(c11), [c4] "+v"(c12),
+          [c5] "+v"(c13), [c6] "+v"(c14), [c7] "+v"(c15)
         : [a] "v"(a), [b] "v"(b));
   }
   const __m512i sum = _mm512_xor_si512(
@@ -181,8 +188,10 @@ __attribute__((target("avx512f,avx512vnni"))) uint64_t loop_avx512_vnni(int64_t 
 // The VEX encoding reaches ymm0-15 only, hence the "x" constraints.
 __attribute__((target("avx2,avxvnni"))) uint64_t loop_avx_vnni(int64_t iterations, int seed) {
   const __m256i a = _mm256_set1_epi32(seed), b = _mm256_set1_epi32(seed * 7 + 1);
-  __m256i c0 = _mm256_set1_epi32(0), c1 = _mm256_set1_epi32(1), c2 = _mm256_set1_epi32(2), c3 = _mm256_set1_epi32(3);
-  __m256i c4 = _mm256_set1_epi32(4), c5 = _mm256_set1_epi32(5), c6 = c0, c7 = c1, c8 = c2, c9 = c3, c10 = c4, c11 = c5;
+  __m256i c0 = _mm256_set1_epi32(0), c1 = _mm256_set1_epi32(1), c2 = _mm256_set1_epi32(2),
+          c3 = _mm256_set1_epi32(3);
+  __m256i c4 = _mm256_set1_epi32(4), c5 = _mm256_set1_epi32(5), c6 = c0, c7 = c1, c8 = c2, c9 = c3,
+          c10 = c4, c11 = c5;
   for (int64_t i = 0; i < iterations; ++i) {
     __asm__ volatile(
         "%{vex%} vpdpbusd %[b], %[a], %[c0]\n\t%{vex%} vpdpbusd %[b], %[a], %[c1]\n\t"
@@ -209,19 +218,23 @@ __attribute__((target("avx2,avxvnni"))) uint64_t loop_avx_vnni(int64_t iteration
 __attribute__((target("avx2"))) uint64_t loop_avx2_maddubs(int64_t iterations, int seed) {
   const __m256i a = _mm256_set1_epi32(seed), b = _mm256_set1_epi32(seed * 7 + 1);
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i c0 = _mm256_set1_epi32(0), c1 = _mm256_set1_epi32(1), c2 = _mm256_set1_epi32(2), c3 = _mm256_set1_epi32(3);
+  __m256i c0 = _mm256_set1_epi32(0), c1 = _mm256_set1_epi32(1), c2 = _mm256_set1_epi32(2),
+          c3 = _mm256_set1_epi32(3);
   __m256i c4 = c0, c5 = c1, c6 = c2, c7 = c3;
   __m256i t0, t1;
   for (int64_t i = 0; i < iterations; ++i) {
-#define DQ4_MADDUBS_STEP(c, t)                 \
-  "vpmaddubsw %[b], %[a], %[" t "]\n\t"        \
-  "vpmaddwd %[ones], %[" t "], %[" t "]\n\t"   \
+#define DQ4_MADDUBS_STEP(c, t)       \
+  "vpmaddubsw %[b], %[a], %[" t      \
+  "]\n\t"                            \
+  "vpmaddwd %[ones], %[" t "], %[" t \
+  "]\n\t"                            \
   "vpaddd %[" t "], %[" c "], %[" c "]\n\t"
-    __asm__ volatile(DQ4_MADDUBS_STEP("c0", "t0") DQ4_MADDUBS_STEP("c1", "t1") DQ4_MADDUBS_STEP("c2", "t0")
-                         DQ4_MADDUBS_STEP("c3", "t1") DQ4_MADDUBS_STEP("c4", "t0") DQ4_MADDUBS_STEP("c5", "t1")
-                             DQ4_MADDUBS_STEP("c6", "t0") DQ4_MADDUBS_STEP("c7", "t1")
-                     : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4), [c5] "+x"(c5),
-                       [c6] "+x"(c6), [c7] "+x"(c7), [t0] "=&x"(t0), [t1] "=&x"(t1)
+    __asm__ volatile(DQ4_MADDUBS_STEP("c0", "t0") DQ4_MADDUBS_STEP("c1", "t1")
+                         DQ4_MADDUBS_STEP("c2", "t0") DQ4_MADDUBS_STEP("c3", "t1")
+                             DQ4_MADDUBS_STEP("c4", "t0") DQ4_MADDUBS_STEP("c5", "t1")
+                                 DQ4_MADDUBS_STEP("c6", "t0") DQ4_MADDUBS_STEP("c7", "t1")
+                     : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4),
+                       [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7), [t0] "=&x"(t0), [t1] "=&x"(t1)
                      : [a] "x"(a), [b] "x"(b), [ones] "x"(ones));
 #undef DQ4_MADDUBS_STEP
   }
@@ -240,21 +253,29 @@ struct PeakLoop {
 PeakLoop peak_loop(DotPeak peak) {
   switch (peak) {
 #if defined(__x86_64__)
-    case DotPeak::avx512_vnni: return {loop_avx512_vnni, 2.0 * 64 * kZmmAccumulators};
-    case DotPeak::avx_vnni: return {loop_avx_vnni, 2.0 * 32 * kYmmAccumulators};
-    case DotPeak::avx2_maddubs: return {loop_avx2_maddubs, 2.0 * 32 * kMaddubsChains};
+    case DotPeak::avx512_vnni:
+      return {loop_avx512_vnni, 2.0 * 64 * kZmmAccumulators};
+    case DotPeak::avx_vnni:
+      return {loop_avx_vnni, 2.0 * 32 * kYmmAccumulators};
+    case DotPeak::avx2_maddubs:
+      return {loop_avx2_maddubs, 2.0 * 32 * kMaddubsChains};
 #endif
-    default: return {nullptr, 0};
+    default:
+      return {nullptr, 0};
   }
 }
 
 bool cpu_has(DotPeak peak) {
   const CpuFeatures& f = cpu_features();
   switch (peak) {
-    case DotPeak::avx512_vnni: return f.avx512f && f.avx512_vnni;
-    case DotPeak::avx_vnni: return f.avx2 && f.avx_vnni;
-    case DotPeak::avx2_maddubs: return f.avx2;
-    default: return false;
+    case DotPeak::avx512_vnni:
+      return f.avx512f && f.avx512_vnni;
+    case DotPeak::avx_vnni:
+      return f.avx2 && f.avx_vnni;
+    case DotPeak::avx2_maddubs:
+      return f.avx2;
+    default:
+      return false;
   }
 }
 
@@ -262,7 +283,8 @@ bool cpu_has(DotPeak peak) {
 double timed_peak_run(const PeakLoop& loop, int threads, int64_t iterations) {
   const auto start = Clock::now();
   ThreadPool::global().run(
-      threads, [&](int64_t t) { g_sink = loop.loop(iterations, static_cast<int>(t) + 3); }, threads);
+      threads, [&](int64_t t) { g_sink = loop.loop(iterations, static_cast<int>(t) + 3); },
+      threads);
   return seconds_since(start);
 }
 
@@ -305,7 +327,8 @@ ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes) {
 
 ReadBandwidthProbe::~ReadBandwidthProbe() { std::free(data_); }
 
-std::vector<Bandwidth> ReadBandwidthProbe::measure(const std::vector<int>& threads, int passes) const {
+std::vector<Bandwidth> ReadBandwidthProbe::measure(const std::vector<int>& threads,
+                                                   int passes) const {
   const Reader reader = widest_reader();
   ThreadPool& pool = ThreadPool::global();
   std::vector<std::vector<double>> samples(threads.size());
@@ -343,10 +366,14 @@ DotPeak dot_peak_for(std::string_view kernel_name) {
 
 const char* dot_peak_name(DotPeak peak) {
   switch (peak) {
-    case DotPeak::avx512_vnni: return "VPDPBUSD zmm";
-    case DotPeak::avx_vnni: return "VPDPBUSD ymm (VEX)";
-    case DotPeak::avx2_maddubs: return "VPMADDUBSW+VPMADDWD+VPADDD ymm";
-    default: return "none";
+    case DotPeak::avx512_vnni:
+      return "VPDPBUSD zmm";
+    case DotPeak::avx_vnni:
+      return "VPDPBUSD ymm (VEX)";
+    case DotPeak::avx2_maddubs:
+      return "VPMADDUBSW+VPMADDWD+VPADDD ymm";
+    default:
+      return "none";
   }
 }
 
@@ -355,13 +382,15 @@ std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads,
   if (loop.loop == nullptr || !cpu_has(peak)) return {};
   // Size the loop to take about 20 ms on one thread.
   int64_t iterations = int64_t{1} << 14;
-  for (double s = timed_peak_run(loop, 1, iterations); s < 0.02; s = timed_peak_run(loop, 1, iterations))
+  for (double s = timed_peak_run(loop, 1, iterations); s < 0.02;
+       s = timed_peak_run(loop, 1, iterations))
     iterations *= s < 0.002 ? 8 : 2;
   std::vector<std::vector<double>> samples(threads.size());
   for (int run = 0; run < runs; ++run) {
     for (size_t i = 0; i < threads.size(); ++i) {
       const double s = timed_peak_run(loop, threads[i], iterations);
-      samples[i].push_back(loop.ops_per_iteration * static_cast<double>(iterations) * threads[i] / s * 1e-9);
+      samples[i].push_back(loop.ops_per_iteration * static_cast<double>(iterations) * threads[i] /
+                           s * 1e-9);
     }
   }
   std::vector<DotPeakRate> out;

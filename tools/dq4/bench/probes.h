@@ -52,10 +52,10 @@ void read_through(const void* data, size_t bytes);
 
 // The int8 dot-product instruction sequences a kernel can be bounded by.
 enum class DotPeak {
-  none,           // no probe for this CPU or kernel
-  avx512_vnni,    // VPDPBUSD zmm: 64 u8 x s8 multiply-adds into int32
-  avx_vnni,       // VPDPBUSD ymm (VEX): 32
-  avx2_maddubs,   // VPMADDUBSW + VPMADDWD + VPADDD ymm: 32
+  none,          // no probe for this CPU or kernel
+  avx512_vnni,   // VPDPBUSD zmm: 64 u8 x s8 multiply-adds into int32
+  avx_vnni,      // VPDPBUSD ymm (VEX): 32
+  avx2_maddubs,  // VPMADDUBSW + VPMADDWD + VPADDD ymm: 32
 };
 
 // The peak that bounds kernel `kernel_name` on this CPU; for the scalar reference, the best

@@ -32,7 +32,9 @@ size_t cold_budget(std::FILE* info, int64_t override_mib) {
   const CacheSize llc = last_level_cache();
   if (override_mib > 0) {
     const size_t budget = static_cast<size_t>(override_mib) * kMiB;
-    std::fprintf(info, "last-level cache: %zu MiB (%s); cold operands: copies cycled over >= %zu MiB each (--cold-mib)%s\n",
+    std::fprintf(info,
+                 "last-level cache: %zu MiB (%s); cold operands: copies cycled over >= %zu MiB "
+                 "each (--cold-mib)%s\n",
                  llc.bytes / kMiB, llc.source.c_str(), budget / kMiB,
                  budget < 4 * llc.bytes ? ": the copies do NOT exceed 4x LLC" : "");
     return budget;
@@ -41,16 +43,19 @@ size_t cold_budget(std::FILE* info, int64_t override_mib) {
   std::string note;
   if (budget > kColdCap) {
     budget = kColdCap;
-    note = ", capped at " + std::to_string(kColdCap / kMiB) + " MiB: the copies do NOT exceed 4x LLC";
+    note =
+        ", capped at " + std::to_string(kColdCap / kMiB) + " MiB: the copies do NOT exceed 4x LLC";
   }
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const size_t memory_quarter = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 4 : 0;
+  const size_t memory_quarter =
+      pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 4 : 0;
   if (memory_quarter > 0 && budget > memory_quarter) {
     budget = memory_quarter;
     note = ", capped at a quarter of the memory: the copies do NOT exceed 4x LLC";
   }
-  std::fprintf(info, "last-level cache: %zu MiB (%s); cold operands: copies cycled over >= %zu MiB each%s\n",
-               llc.bytes / kMiB, llc.source.c_str(), budget / kMiB, note.c_str());
+  std::fprintf(
+      info, "last-level cache: %zu MiB (%s); cold operands: copies cycled over >= %zu MiB each%s\n",
+      llc.bytes / kMiB, llc.source.c_str(), budget / kMiB, note.c_str());
   return budget;
 }
 
@@ -61,7 +66,8 @@ std::string load_average() {
   return a + " " + b + " " + c;
 }
 
-MachineReferences::MachineReferences(size_t probe_bytes, std::string_view kernel_name, std::vector<int> threads)
+MachineReferences::MachineReferences(size_t probe_bytes, std::string_view kernel_name,
+                                     std::vector<int> threads)
     : read_probe_(probe_bytes), peak_(dot_peak_for(kernel_name)), threads_(std::move(threads)) {}
 
 void MachineReferences::reset() {
@@ -76,14 +82,15 @@ void MachineReferences::measure(std::FILE* out, const std::string& when) {
   for (const Bandwidth& bw : read_probe_.measure(threads_, kBandwidthPasses)) {
     read[bw.threads] = bw.gbps.median;
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%s%d thr %.1f-%.1f", spread.empty() ? "" : ", ", bw.threads, bw.gbps.min,
-                  bw.gbps.max);
+    std::snprintf(buf, sizeof buf, "%s%d thr %.1f-%.1f", spread.empty() ? "" : ", ", bw.threads,
+                  bw.gbps.min, bw.gbps.max);
     spread += buf;
   }
-  for (const DotPeakRate& rate : dot_peak(peak_, threads_, kPeakRuns)) peak[rate.threads] = rate.gops.median;
-  std::fprintf(out, "# %s (load %s): read GB/s %s (range %s); int8 peak G int-op/s %s\n", when.c_str(),
-               load_average().c_str(), per_thread(read, "%.1f").c_str(), spread.c_str(),
-               peak.empty() ? "- (no probe)" : per_thread(peak, "%.0f").c_str());
+  for (const DotPeakRate& rate : dot_peak(peak_, threads_, kPeakRuns))
+    peak[rate.threads] = rate.gops.median;
+  std::fprintf(out, "# %s (load %s): read GB/s %s (range %s); int8 peak G int-op/s %s\n",
+               when.c_str(), load_average().c_str(), per_thread(read, "%.1f").c_str(),
+               spread.c_str(), peak.empty() ? "- (no probe)" : per_thread(peak, "%.0f").c_str());
   std::fflush(out);
   for (const auto& [threads, v] : read) read_gbps_[threads] = std::max(read_gbps_[threads], v);
   for (const auto& [threads, v] : peak) peak_gops_[threads] = std::max(peak_gops_[threads], v);
@@ -95,8 +102,9 @@ double MachineReferences::peak_gops(int threads) const {
 }
 
 std::string MachineReferences::method() const {
-  return "references (before and after each shape, the larger median): read bandwidth " + std::to_string(kBandwidthPasses) +
-         " passes over " + std::to_string(read_probe_.bytes() / kMiB) + " MiB per thread count; int8 peak " +
+  return "references (before and after each shape, the larger median): read bandwidth " +
+         std::to_string(kBandwidthPasses) + " passes over " +
+         std::to_string(read_probe_.bytes() / kMiB) + " MiB per thread count; int8 peak " +
          dot_peak_name(peak_) + ", " + std::to_string(kPeakRuns) + " runs";
 }
 

@@ -18,12 +18,12 @@ struct CaseResult {
   std::string isa;
   int64_t n = 0, k = 0, m = 0, group = 0;  // group 0: channelwise
   int threads = 0;
-  Summary seconds;           // per call
-  int64_t weight_bytes = 0;  // packed weights read per call
-  int64_t cold_copies = 0;   // copies of the packed weights cycled through
-  double gflops = 0;         // 2 m n k / median time
-  double weight_gbps = 0;    // weight_bytes / median time
-  double read_bw_gbps = 0;   // median of the read-bandwidth probe at `threads`
+  Summary seconds;                         // per call
+  int64_t weight_bytes = 0;                // packed weights read per call
+  int64_t cold_copies = 0;                 // copies of the packed weights cycled through
+  double gflops = 0;                       // 2 m n k / median time
+  double weight_gbps = 0;                  // weight_bytes / median time
+  double read_bw_gbps = 0;                 // median of the read-bandwidth probe at `threads`
   double int8_peak_gops = kNotApplicable;  // median of the int8 peak probe at `threads`
   double bw_ratio = kNotApplicable;        // weight_gbps / read_bw_gbps, for m <= 4
   double peak_ratio = kNotApplicable;      // gflops / int8_peak_gops, for m >= 64

@@ -41,7 +41,8 @@ AlignedBuffer Int4Weights::dequantized() const {
       const int32_t* src = nibbles + r * words;
       const float* scale = scales.data() + r * row_groups;
       for (int64_t c = 0; c < k; ++c) {
-        const int q = static_cast<int>((static_cast<uint32_t>(src[c / 8]) >> (4 * (c % 8))) & 0xf) - 8;
+        const int q =
+            static_cast<int>((static_cast<uint32_t>(src[c / 8]) >> (4 * (c % 8))) & 0xf) - 8;
         w[r * k + c] = static_cast<float>(q) * scale[c / g_len];
       }
     }
@@ -64,8 +65,8 @@ std::vector<int32_t> random_nibbles(int64_t n, int64_t k, uint64_t seed) {
   return out;
 }
 
-Int4Weights random_int4_weights(const std::vector<int32_t>& nibbles, int64_t n, int64_t k, int64_t group,
-                                uint64_t seed) {
+Int4Weights random_int4_weights(const std::vector<int32_t>& nibbles, int64_t n, int64_t k,
+                                int64_t group, uint64_t seed) {
   Int4Weights w;
   w.n = n;
   w.k = k;

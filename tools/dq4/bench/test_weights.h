@@ -14,7 +14,7 @@ namespace dq4::cli::bench {
 struct Int4Weights {
   int64_t n = 0, k = 0, group = 0;
   const int32_t* nibbles = nullptr;  // [n, ceil(k / 8)]: nibble q + 8, LSB first; not owned
-  std::vector<float> scales;     // [n, groups]
+  std::vector<float> scales;         // [n, groups]
 
   int64_t groups() const { return group == 0 ? 1 : (k + group - 1) / group; }
   w4a8::WeightSource source() const;
@@ -26,8 +26,8 @@ struct Int4Weights {
 std::vector<int32_t> random_nibbles(int64_t n, int64_t k, uint64_t seed);
 // Int4 weights over `nibbles` (which must outlive them) with random positive scales for `group`
 // (0 = channelwise).
-Int4Weights random_int4_weights(const std::vector<int32_t>& nibbles, int64_t n, int64_t k, int64_t group,
-                                uint64_t seed);
+Int4Weights random_int4_weights(const std::vector<int32_t>& nibbles, int64_t n, int64_t k,
+                                int64_t group, uint64_t seed);
 // `count` standard-normal f32 values.
 std::vector<float> random_normal(size_t count, uint64_t seed);
 
