@@ -18,6 +18,8 @@ inline uint32_t f32_to_bits(float f) {
   return bits;
 }
 
+inline float bf16_to_f32(uint16_t v) { return bits_to_f32(uint32_t{v} << 16); }
+
 // IEEE binary16 -> f32, exact (subnormals, infinities and NaN included).
 inline float f16_to_f32(uint16_t h) {
   const uint32_t sign = uint32_t{h & 0x8000u} << 16;

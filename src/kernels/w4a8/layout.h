@@ -106,11 +106,4 @@ DQ4_ALWAYS_INLINE PanelView panel_view(const uint8_t* packed, const Layout& l, i
   return PanelView{packed + panel * l.panel_bytes, &l};
 }
 
-DQ4_ALWAYS_INLINE float bf16_to_f32(uint16_t v) {
-  const uint32_t bits = uint32_t{v} << 16;
-  float f;
-  __builtin_memcpy(&f, &bits, 4);
-  return f;
-}
-
 }  // namespace dq4::w4a8

@@ -55,7 +55,7 @@ float read_scale(const WeightSource& s, int64_t index) {
     case ScaleType::f32:
       return static_cast<const float*>(s.scales)[index];
     case ScaleType::bf16:
-      return bits_to_f32(uint32_t{static_cast<const uint16_t*>(s.scales)[index]} << 16);
+      return bf16_to_f32(static_cast<const uint16_t*>(s.scales)[index]);
     case ScaleType::f16:
       return f16_to_f32(static_cast<const uint16_t*>(s.scales)[index]);
   }
@@ -159,7 +159,7 @@ void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t
       if (!std::isfinite(scale))
         throw Error("w4a8::pack: " + where("scales", n, g) + " is not finite");
       const uint16_t bf16 = f32_to_bf16(scale);
-      scale = bits_to_f32(uint32_t{bf16} << 16);
+      scale = bf16_to_f32(bf16);
       if (!std::isfinite(scale))
         throw Error("w4a8::pack: " + where("scales", n, g) + " overflows bf16");
       std::memcpy(group_data + steps * l.step_bytes + c * 2, &bf16, 2);

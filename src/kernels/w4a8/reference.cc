@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "half.h"
 #include "kernel.h"
 #include "qai8dx.h"
 
