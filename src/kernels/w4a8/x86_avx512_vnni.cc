@@ -242,14 +242,15 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
 // ports with the nibble unpack, so tall tiles (8 rows x 32 columns: each unpacked vector feeds 8
 // VPDPBUSD) win when groups are long; with groups of 32 the per-group epilogue dominates and
 // 4 rows x 64 columns measured faster.
-template <int Rows, int Vectors>
-void gemm_rows(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m,
+// tile<rows, Vectors, kStream> over the panel's columns, for a run-time rows in 1..Rows.
+template <int Rows, int Vectors, bool kStream>
+void tile_rows(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m,
                int64_t rows, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
   if constexpr (Rows > 0) {
     if (rows != Rows)
-      return gemm_rows<Rows - 1, Vectors>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+      return tile_rows<Rows - 1, Vectors, kStream>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
     for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += Vectors)
-      tile<Rows, Vectors, false>(l, panel, lhs, m, j0, y, ldy, n0, lo, hi);
+      tile<Rows, Vectors, kStream>(l, panel, lhs, m, j0, y, ldy, n0, lo, hi);
   }
 }
 
@@ -259,30 +260,17 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
     if (m1 - m0 <= 4) {  // decode: one pass over the whole panel streamed from memory
-      switch (m1 - m0) {
-        case 4:
-          tile<4, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi);
-          break;
-        case 3:
-          tile<3, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi);
-          break;
-        case 2:
-          tile<2, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi);
-          break;
-        default:
-          tile<1, kVectors, true>(l, panel, lhs, m0, 0, y, ldy, n0, lo, hi);
-          break;
-      }
+      tile_rows<4, kVectors, true>(l, panel, lhs, m0, m1 - m0, y, ldy, n0, lo, hi);
       continue;
     }
     const bool short_groups = !l.channelwise && l.group == 32;
-    const int64_t tile_rows = short_groups ? 4 : 8;
-    for (int64_t m = m0; m < m1; m += tile_rows) {
-      const int64_t rows = std::min(tile_rows, m1 - m);
+    const int64_t rows_per_tile = short_groups ? 4 : 8;
+    for (int64_t m = m0; m < m1; m += rows_per_tile) {
+      const int64_t rows = std::min(rows_per_tile, m1 - m);
       if (short_groups)
-        gemm_rows<4, 4>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+        tile_rows<4, 4, false>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
       else
-        gemm_rows<8, 2>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+        tile_rows<8, 2, false>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
     }
   }
 }

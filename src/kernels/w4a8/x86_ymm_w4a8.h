@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cstring>
 
@@ -216,6 +217,22 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
   }
 }
 
+// tile<Dot, rows, kStream> for a run-time rows in 1..4.
+template <class Dot, bool kStream>
+void tile_rows(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m,
+               int64_t rows, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+  switch (rows) {
+    case 4:
+      return tile<Dot, 4, kStream>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+    case 3:
+      return tile<Dot, 3, kStream>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+    case 2:
+      return tile<Dot, 2, kStream>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+    default:
+      return tile<Dot, 1, kStream>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+  }
+}
+
 template <class Dot>
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
          int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
@@ -223,37 +240,11 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
     if (m1 - m0 <= 4) {  // decode: one pass over the weights streamed from memory
-      switch (m1 - m0) {
-        case 4:
-          tile<Dot, 4, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi);
-          break;
-        case 3:
-          tile<Dot, 3, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi);
-          break;
-        case 2:
-          tile<Dot, 2, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi);
-          break;
-        default:
-          tile<Dot, 1, true>(l, panel, lhs, m0, y, ldy, n0, lo, hi);
-          break;
-      }
+      tile_rows<Dot, true>(l, panel, lhs, m0, m1 - m0, y, ldy, n0, lo, hi);
       continue;
     }
-    int64_t m = m0;  // prefill: row tiles re-read the panel from L2
-    for (; m + 4 <= m1; m += 4) tile<Dot, 4, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
-    switch (m1 - m) {
-      case 3:
-        tile<Dot, 3, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
-        break;
-      case 2:
-        tile<Dot, 2, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
-        break;
-      case 1:
-        tile<Dot, 1, false>(l, panel, lhs, m, y, ldy, n0, lo, hi);
-        break;
-      default:
-        break;
-    }
+    for (int64_t m = m0; m < m1; m += 4)  // prefill: row tiles re-read the panel from L2
+      tile_rows<Dot, false>(l, panel, lhs, m, std::min<int64_t>(4, m1 - m), y, ldy, n0, lo, hi);
   }
 }
 
