@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace dq4 {
@@ -39,49 +40,30 @@ size_t dtype_size(Dtype dtype);                               // bytes per eleme
 // The dtype a C++ element type reads without conversion (16-bit floats are read as uint16_t bits,
 // so name their dtype explicitly: view.as<uint16_t>(Dtype::BF16)).
 template <typename T>
-struct DtypeOf {
-  static_assert(sizeof(T) == 0, "no dtype reads as this type; pass the dtype explicitly");
-};
-template <>
-struct DtypeOf<uint8_t> {
-  static constexpr Dtype value = Dtype::U8;
-};
-template <>
-struct DtypeOf<int8_t> {
-  static constexpr Dtype value = Dtype::I8;
-};
-template <>
-struct DtypeOf<int16_t> {
-  static constexpr Dtype value = Dtype::I16;
-};
-template <>
-struct DtypeOf<uint16_t> {
-  static constexpr Dtype value = Dtype::U16;
-};
-template <>
-struct DtypeOf<int32_t> {
-  static constexpr Dtype value = Dtype::I32;
-};
-template <>
-struct DtypeOf<uint32_t> {
-  static constexpr Dtype value = Dtype::U32;
-};
-template <>
-struct DtypeOf<int64_t> {
-  static constexpr Dtype value = Dtype::I64;
-};
-template <>
-struct DtypeOf<uint64_t> {
-  static constexpr Dtype value = Dtype::U64;
-};
-template <>
-struct DtypeOf<float> {
-  static constexpr Dtype value = Dtype::F32;
-};
-template <>
-struct DtypeOf<double> {
-  static constexpr Dtype value = Dtype::F64;
-};
+constexpr Dtype dtype_of() {
+  if constexpr (std::is_same_v<T, uint8_t>)
+    return Dtype::U8;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return Dtype::I8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return Dtype::I16;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return Dtype::U16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return Dtype::I32;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return Dtype::U32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return Dtype::I64;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return Dtype::U64;
+  else if constexpr (std::is_same_v<T, float>)
+    return Dtype::F32;
+  else if constexpr (std::is_same_v<T, double>)
+    return Dtype::F64;
+  else
+    static_assert(sizeof(T) == 0, "no dtype reads as this type; pass the dtype explicitly");
+}
 
 struct TensorView {
   std::string name;
@@ -97,7 +79,7 @@ struct TensorView {
   // The elements as T. Throws dq4::Error naming the tensor and file when the dtype is not
   // `expected`, T's size does not match it, or the data is not aligned for T.
   template <typename T>
-  std::span<const T> as(Dtype expected = DtypeOf<T>::value) const {
+  std::span<const T> as(Dtype expected = dtype_of<T>()) const {
     const void* p = checked_data(expected, sizeof(T), alignof(T));
     return {static_cast<const T*>(p), bytes / sizeof(T)};
   }
