@@ -8,10 +8,15 @@ packages=(
   libgtest-dev libgmock-dev googletest   # GoogleTest (+ sources, built for aarch64 in the cross build)
   libbenchmark-dev                       # Google Benchmark
   libopenblas-dev                        # the f32 baseline of dq4 bench
-  nlohmann-json3-dev                     # JSON in tests
+  nlohmann-json3-dev                     # JSON (configs, tokenizer.json, tests)
+  libpcre2-dev                           # tokenizer pre-tokenizer regexes (Unicode classes)
   g++-aarch64-linux-gnu qemu-user        # Arm cross build, run under qemu-aarch64
   clang libclang-rt-dev                  # libFuzzer targets (scripts/fuzz.sh)
 )
+# Node.js runs the reference implementations of the differential tests (tests/js). Debian's
+# packages only where no node/npm is installed yet (a NodeSource nodejs already bundles npm).
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 export DEBIAN_FRONTEND=noninteractive
 missing=()
 for p in "${packages[@]}"; do
@@ -21,3 +26,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The npm reference implementations (Hugging Face tokenizers, @huggingface/jinja), pinned by
+# tests/js/package-lock.json.
+(cd "$(dirname "$0")/../tests/js" && npm ci --no-audit --no-fund --loglevel=error)

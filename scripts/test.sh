@@ -24,6 +24,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== aarch64 cross build, kernel tests under qemu"
 "$root/scripts/test-arm.sh"
 
-echo "== libFuzzer: the safetensors header parser, ${FUZZ_SECONDS:-60} s"
+echo "== libFuzzer targets, ${FUZZ_SECONDS:-45} s each"
 "$root/scripts/fuzz.sh"
 echo "== all tests passed"
