@@ -1,0 +1,49 @@
+#pragma once
+// The architecture part of a Hugging Face config.json, for the Llama family (LlamaForCausalLM and
+// the models that share its layer names: Mistral, Qwen2, Qwen3), and the names of its linear
+// modules as checkpoints spell them.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dq4 {
+
+struct ModelConfig {
+  std::string architecture;  // "LlamaForCausalLM"
+  std::string model_type;    // "llama"
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;  // hidden_size / num_attention_heads unless the file says otherwise
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  std::string torch_dtype;  // "bfloat16", "float16", "float32" or "" when absent
+
+  // Parses config.json text; `file` names it in messages. Throws dq4::Error naming the file and
+  // the field for a missing or ill-typed field, or an architecture outside the Llama family.
+  static ModelConfig parse(std::string_view config_json, const std::string& file);
+  static ModelConfig read(const std::string& model_dir);  // model_dir/config.json
+};
+
+// One linear layer: its module name ("model.layers.0.self_attn.q_proj"), and its shape.
+struct LinearModule {
+  std::string name;
+  int64_t out_features = 0;  // N
+  int64_t in_features = 0;   // K
+  bool has_bias = false;
+};
+
+// Every linear module of the model in forward order, lm_head last (absent when the embeddings are
+// tied: then the head is the embedding matrix, not a module of its own).
+std::vector<LinearModule> linear_modules(const ModelConfig& config);
+
+}  // namespace dq4
