@@ -21,6 +21,11 @@ targets=(safetensors_header_fuzz)
 seeds_safetensors_header_fuzz=("$fixtures/stories260K-hf/model.safetensors"
   "$fixtures/stories260K-hf-w4a16-ct/model.safetensors")
 dict_safetensors_header_fuzz="$root/fuzz/safetensors.dict"
+targets+=(quant_config_fuzz)
+seeds_quant_config_fuzz=("$fixtures/stories260K-hf/config.json"
+  "$fixtures/stories260K-hf-w4a16-ct/config.json"
+  "$fixtures/compressed-tensors-pack-vectors/int4_config.json")
+dict_quant_config_fuzz="$root/fuzz/quant_config.dict"
 
 options=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then options+=(-G Ninja); fi

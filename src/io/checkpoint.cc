@@ -3,24 +3,15 @@
 #include "dq4/checkpoint.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "dq4/error.h"
 #include "strict_json.h"
+#include "text_file.h"
 
 namespace dq4 {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("checkpoint: cannot read " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Shard names come from the index; keep them inside the checkpoint directory.
 bool is_plain_relative(const fs::path& p) {
@@ -53,8 +44,8 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
   }
 
   const std::string index_name = index_path.string();
-  const nlohmann::json index =
-      io::parse_strict_json(read_text(index_path), "checkpoint " + index_name);
+  const nlohmann::json index = io::parse_strict_json(
+      io::read_text_file(index_path.string(), "checkpoint"), "checkpoint " + index_name);
   if (!index.is_object()) throw Error("checkpoint " + index_name + ": not a JSON object");
   if (!index.contains("weight_map"))
     throw Error("checkpoint " + index_name + ": missing field weight_map");

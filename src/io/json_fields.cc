@@ -1,0 +1,93 @@
+#include "json_fields.h"
+
+#include "dq4/error.h"
+
+namespace dq4::io {
+
+std::string json_snippet(const nlohmann::json& value) {
+  std::string text = value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  constexpr size_t kMax = 60;
+  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
+  return text;
+}
+
+JsonFields::JsonFields(const nlohmann::json& object, std::string file, std::string path)
+    : object_(object), file_(std::move(file)), path_(std::move(path)) {
+  if (!object_.is_object())
+    throw Error(file_ + ": " + (path_.empty() ? std::string("the file") : path_) +
+                ": expected a JSON object, got " + json_snippet(object_));
+}
+
+std::string JsonFields::where(std::string_view key) const {
+  std::string w = file_ + ": ";
+  if (!path_.empty()) w += path_ + ".";
+  return w + std::string(key);
+}
+
+void JsonFields::fail(std::string_view key, const std::string& message) const {
+  throw Error(where(key) + ": " + message);
+}
+
+bool JsonFields::has(std::string_view key) const { return find(key) != nullptr; }
+
+const nlohmann::json* JsonFields::find(std::string_view key) const {
+  const auto it = object_.find(key);
+  if (it == object_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+JsonFields JsonFields::object(std::string_view key) const {
+  const nlohmann::json* value = find(key);
+  if (value == nullptr) fail(key, "missing");
+  if (!value->is_object()) fail(key, "expected an object, got " + json_snippet(*value));
+  return JsonFields(*value, file_,
+                    path_.empty() ? std::string(key) : path_ + "." + std::string(key));
+}
+
+std::optional<int64_t> JsonFields::integer(std::string_view key) const {
+  const nlohmann::json* value = find(key);
+  if (value == nullptr) return std::nullopt;
+  if (value->is_number_integer()) return value->get<int64_t>();
+  // Python writes whole floats (4.0) for some integer fields.
+  if (value->is_number_float()) {
+    const double d = value->get<double>();
+    if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9.2e18 && d < 9.2e18)
+      return static_cast<int64_t>(d);
+  }
+  fail(key, "expected an integer, got " + json_snippet(*value));
+}
+
+std::optional<double> JsonFields::number(std::string_view key) const {
+  const nlohmann::json* value = find(key);
+  if (value == nullptr) return std::nullopt;
+  if (!value->is_number()) fail(key, "expected a number, got " + json_snippet(*value));
+  return value->get<double>();
+}
+
+std::optional<bool> JsonFields::boolean(std::string_view key) const {
+  const nlohmann::json* value = find(key);
+  if (value == nullptr) return std::nullopt;
+  if (!value->is_boolean()) fail(key, "expected true or false, got " + json_snippet(*value));
+  return value->get<bool>();
+}
+
+std::optional<std::string> JsonFields::string(std::string_view key) const {
+  const nlohmann::json* value = find(key);
+  if (value == nullptr) return std::nullopt;
+  if (!value->is_string()) fail(key, "expected a string, got " + json_snippet(*value));
+  return value->get<std::string>();
+}
+
+int64_t JsonFields::required_integer(std::string_view key) const {
+  const auto value = integer(key);
+  if (!value) fail(key, "missing");
+  return *value;
+}
+
+std::string JsonFields::required_string(std::string_view key) const {
+  auto value = string(key);
+  if (!value) fail(key, "missing");
+  return *value;
+}
+
+}  // namespace dq4::io

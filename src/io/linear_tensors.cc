@@ -1,0 +1,165 @@
+// Finding one linear module's tensors and checking them against its scheme.
+
+#include "dq4/linear_tensors.h"
+
+#include <algorithm>
+
+#include "dq4/error.h"
+
+namespace dq4 {
+namespace {
+
+bool is_float_dtype(Dtype d) { return d == Dtype::F32 || d == Dtype::BF16 || d == Dtype::F16; }
+
+std::string describe(const TensorView& t) {
+  return "'" + t.name + "' (" + std::string(dtype_name(t.dtype)) + " " + t.shape_string() +
+         ", in " + t.file + ")";
+}
+
+[[noreturn]] void fail(std::string_view module, const std::string& message) {
+  throw Error("module '" + std::string(module) + "': " + message);
+}
+
+const TensorView& require(const Checkpoint& checkpoint, std::string_view module,
+                          const std::string& name, const LinearScheme& scheme) {
+  const TensorView* t = checkpoint.find(name);
+  if (t == nullptr)
+    fail(module, "tensor '" + name + "' is missing from " + checkpoint.dir() + " (scheme " +
+                     std::string(linear_kind_name(scheme.kind)) + ", format " +
+                     std::string(weight_format_name(scheme.format)) + ")");
+  return *t;
+}
+
+void expect_shape(std::string_view module, const TensorView& t, std::vector<int64_t> shape) {
+  if (t.shape != shape) {
+    TensorView expected;
+    expected.shape = shape;
+    fail(module, describe(t) + ": expected shape " + expected.shape_string());
+  }
+}
+
+// Zero points: refused, except the all-zero ones early exports wrote for symmetric schemes.
+void check_zero_points(const Checkpoint& checkpoint, std::string_view module,
+                       const std::string& prefix) {
+  const TensorView* zp = checkpoint.find(prefix + "weight_zero_point");
+  if (zp == nullptr) return;
+  if (std::any_of(zp->data, zp->data + zp->bytes, [](uint8_t b) { return b != 0; }))
+    fail(module, describe(*zp) +
+                     ": non-zero weight zero points (asymmetric weights) are not "
+                     "supported");
+}
+
+}  // namespace
+
+LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view module,
+                                  const LinearScheme& scheme) {
+  const std::string prefix = std::string(module) + ".";
+  LinearTensors t;
+  t.module = module;
+  t.scheme = scheme;
+  t.bias = checkpoint.find(prefix + "bias");
+  const TensorView* weight = checkpoint.find(prefix + "weight");
+  const TensorView* packed = checkpoint.find(prefix + "weight_packed");
+  const TensorView* scale = checkpoint.find(prefix + "weight_scale");
+
+  if (scheme.kind == LinearKind::dense) {
+    if (scale != nullptr || packed != nullptr)
+      fail(module, "the config leaves it unquantized (" + scheme.reason +
+                       ") but the checkpoint has " + describe(scale != nullptr ? *scale : *packed));
+    t.weight = &require(checkpoint, module, prefix + "weight", scheme);
+    if (!is_float_dtype(t.weight->dtype) || t.weight->shape.size() != 2)
+      fail(module, describe(*t.weight) + ": a dense weight must be F32, BF16 or F16 [N, K]");
+    t.n = t.weight->shape[0];
+    t.k = t.weight->shape[1];
+  } else {
+    if (const TensorView* g_idx = checkpoint.find(prefix + "weight_g_idx"))
+      fail(module, describe(*g_idx) + ": g_idx (activation reordering) is not supported");
+    check_zero_points(checkpoint, module, prefix);
+    if (scheme.format == WeightFormat::int_quantized) {
+      if (weight == nullptr && packed != nullptr)
+        fail(module, "the config says int-quantized but the checkpoint has " + describe(*packed) +
+                         " (pack-quantized)");
+      t.weight = &require(checkpoint, module, prefix + "weight", scheme);
+      if (t.weight->dtype != Dtype::I8 || t.weight->shape.size() != 2)
+        fail(module, describe(*t.weight) + ": int-quantized weights must be I8 [N, K]");
+      t.n = t.weight->shape[0];
+      t.k = t.weight->shape[1];
+    } else {
+      if (packed == nullptr && weight != nullptr)
+        fail(module, "the config says pack-quantized but the checkpoint has " + describe(*weight) +
+                         " (int-quantized or dense)");
+      t.weight_packed = &require(checkpoint, module, prefix + "weight_packed", scheme);
+      const TensorView& shape = require(checkpoint, module, prefix + "weight_shape", scheme);
+      // compressed-tensors writes weight_shape as I64; its old metadata claims I32: take both.
+      int64_t nk[2] = {0, 0};
+      if (shape.dtype == Dtype::I64 && shape.numel() == 2) {
+        const auto v = shape.as<int64_t>();
+        nk[0] = v[0];
+        nk[1] = v[1];
+      } else if (shape.dtype == Dtype::I32 && shape.numel() == 2) {
+        const auto v = shape.as<int32_t>();
+        nk[0] = v[0];
+        nk[1] = v[1];
+      } else {
+        fail(module, describe(shape) + ": expected I64 or I32 with 2 elements [N, K]");
+      }
+      if (nk[0] <= 0 || nk[1] <= 0)
+        fail(module, describe(shape) + ": holds [" + std::to_string(nk[0]) + ", " +
+                         std::to_string(nk[1]) + "]");
+      t.n = nk[0];
+      t.k = nk[1];
+      if (t.weight_packed->dtype != Dtype::I32)
+        fail(module, describe(*t.weight_packed) + ": pack-quantized weights must be I32");
+      expect_shape(module, *t.weight_packed, {t.n, (t.k + 7) / 8});
+    }
+    t.weight_scale = &require(checkpoint, module, prefix + "weight_scale", scheme);
+    if (!is_float_dtype(t.weight_scale->dtype))
+      fail(module, describe(*t.weight_scale) + ": scales must be F32, BF16 or F16");
+    const int64_t groups =
+        scheme.group_size == 0 ? 1 : (t.k + scheme.group_size - 1) / scheme.group_size;
+    expect_shape(module, *t.weight_scale, {t.n, groups});
+  }
+  if (t.bias != nullptr) {
+    if (!is_float_dtype(t.bias->dtype))
+      fail(module, describe(*t.bias) + ": a bias must be F32, BF16 or F16");
+    expect_shape(module, *t.bias, {t.n});
+  }
+  return t;
+}
+
+w4a8::WeightSource LinearTensors::int4_source() const {
+  if (scheme.kind == LinearKind::dense)
+    throw Error("module '" + module + "' is dense: it has no int4 weights");
+  w4a8::WeightSource s;
+  s.n = n;
+  s.k = k;
+  s.group_size = scheme.group_size;
+  if (weight != nullptr)
+    s.values = weight->as<int8_t>().data();
+  else
+    s.packed = weight_packed->as<int32_t>().data();
+  switch (weight_scale->dtype) {
+    case Dtype::F32:
+      s.scales = weight_scale->as<float>().data();
+      s.scale_type = w4a8::ScaleType::f32;
+      break;
+    case Dtype::BF16:
+      s.scales = weight_scale->as<uint16_t>(Dtype::BF16).data();
+      s.scale_type = w4a8::ScaleType::bf16;
+      break;
+    default:
+      s.scales = weight_scale->as<uint16_t>(Dtype::F16).data();
+      s.scale_type = w4a8::ScaleType::f16;
+      break;
+  }
+  return s;
+}
+
+size_t LinearTensors::bytes() const {
+  size_t total = 0;
+  for (const TensorView* t : {weight, weight_packed, weight_scale, bias})
+    if (t != nullptr) total += t->bytes;
+  return total;
+}
+
+}  // namespace dq4

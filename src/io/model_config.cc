@@ -1,0 +1,106 @@
+// config.json -> ModelConfig for the Llama family, and the linear modules such a model has.
+
+#include "dq4/model_config.h"
+
+#include <array>
+#include <string_view>
+
+#include "dq4/error.h"
+#include "json_fields.h"
+#include "strict_json.h"
+#include "text_file.h"
+
+namespace dq4 {
+namespace {
+
+// Architectures whose checkpoints use Llama's module names. Qwen2 adds q/k/v biases, Qwen3 adds
+// q/k norms; both are visible to the model code, not to the linear layers' names.
+constexpr std::array<std::string_view, 4> kLlamaFamily = {"LlamaForCausalLM", "MistralForCausalLM",
+                                                          "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+
+int64_t positive(const io::JsonFields& fields, std::string_view key, int64_t value) {
+  if (value <= 0) fields.fail(key, "must be positive, got " + std::to_string(value));
+  return value;
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& file) {
+  const nlohmann::json json = io::parse_strict_json(config_json, file);
+  const io::JsonFields fields(json, file, "");
+  ModelConfig c;
+
+  const nlohmann::json* architectures = fields.find("architectures");
+  if (architectures == nullptr || !architectures->is_array() || architectures->size() != 1 ||
+      !(*architectures)[0].is_string())
+    fields.fail("architectures", "expected a list of one architecture name");
+  c.architecture = (*architectures)[0].get<std::string>();
+  bool known = false;
+  for (std::string_view a : kLlamaFamily) known = known || a == c.architecture;
+  if (!known)
+    fields.fail("architectures", "'" + c.architecture +
+                                     "' is not supported (dq4 runs LlamaForCausalLM, "
+                                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
+  c.model_type = fields.string("model_type").value_or("");
+
+  c.hidden_size = positive(fields, "hidden_size", fields.required_integer("hidden_size"));
+  c.intermediate_size =
+      positive(fields, "intermediate_size", fields.required_integer("intermediate_size"));
+  c.num_hidden_layers =
+      positive(fields, "num_hidden_layers", fields.required_integer("num_hidden_layers"));
+  c.num_attention_heads =
+      positive(fields, "num_attention_heads", fields.required_integer("num_attention_heads"));
+  c.num_key_value_heads =
+      positive(fields, "num_key_value_heads",
+               fields.integer("num_key_value_heads").value_or(c.num_attention_heads));
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    fields.fail("num_key_value_heads", std::to_string(c.num_key_value_heads) +
+                                           " does not divide num_attention_heads " +
+                                           std::to_string(c.num_attention_heads));
+  const auto head_dim = fields.integer("head_dim");
+  if (!head_dim && c.hidden_size % c.num_attention_heads != 0)
+    fields.fail("head_dim", "missing, and hidden_size is not a multiple of num_attention_heads");
+  c.head_dim =
+      positive(fields, "head_dim", head_dim.value_or(c.hidden_size / c.num_attention_heads));
+  c.vocab_size = positive(fields, "vocab_size", fields.required_integer("vocab_size"));
+  c.max_position_embeddings = positive(fields, "max_position_embeddings",
+                                       fields.integer("max_position_embeddings").value_or(2048));
+  c.rms_norm_eps = fields.number("rms_norm_eps").value_or(1e-6);
+  if (!(c.rms_norm_eps > 0)) fields.fail("rms_norm_eps", "must be positive");
+  c.rope_theta = fields.number("rope_theta").value_or(10000.0);
+  if (!(c.rope_theta > 0)) fields.fail("rope_theta", "must be positive");
+  c.tie_word_embeddings = fields.boolean("tie_word_embeddings").value_or(false);
+  c.attention_bias =
+      fields.boolean("attention_bias").value_or(c.architecture == "Qwen2ForCausalLM");
+  c.mlp_bias = fields.boolean("mlp_bias").value_or(false);
+  // transformers >= 4.56 writes "dtype"; older versions "torch_dtype".
+  c.torch_dtype = fields.string("torch_dtype").value_or(fields.string("dtype").value_or(""));
+  return c;
+}
+
+ModelConfig ModelConfig::read(const std::string& model_dir) {
+  const std::string path = model_dir + "/config.json";
+  return parse(io::read_text_file(path, "model config"), path);
+}
+
+std::vector<LinearModule> linear_modules(const ModelConfig& c) {
+  const int64_t q_features = c.num_attention_heads * c.head_dim;
+  const int64_t kv_features = c.num_key_value_heads * c.head_dim;
+  std::vector<LinearModule> modules;
+  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+    modules.push_back({prefix + "self_attn.q_proj", q_features, c.hidden_size, c.attention_bias});
+    modules.push_back({prefix + "self_attn.k_proj", kv_features, c.hidden_size, c.attention_bias});
+    modules.push_back({prefix + "self_attn.v_proj", kv_features, c.hidden_size, c.attention_bias});
+    // Qwen2's o_proj has no bias even though its q/k/v have one.
+    const bool o_bias = c.attention_bias && c.architecture != "Qwen2ForCausalLM";
+    modules.push_back({prefix + "self_attn.o_proj", c.hidden_size, q_features, o_bias});
+    modules.push_back({prefix + "mlp.gate_proj", c.intermediate_size, c.hidden_size, c.mlp_bias});
+    modules.push_back({prefix + "mlp.up_proj", c.intermediate_size, c.hidden_size, c.mlp_bias});
+    modules.push_back({prefix + "mlp.down_proj", c.hidden_size, c.intermediate_size, c.mlp_bias});
+  }
+  if (!c.tie_word_embeddings) modules.push_back({"lm_head", c.vocab_size, c.hidden_size, false});
+  return modules;
+}
+
+}  // namespace dq4
