@@ -1,5 +1,6 @@
 #include "args.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -15,15 +16,52 @@ Args& Args::option(const std::string& name, const std::string& value_name, const
   return *this;
 }
 
+Args& Args::short_name(char c, const std::string& name) {
+  options_.at(name).short_name = c;
+  return *this;
+}
+
+Args& Args::positional(const std::string& name, const std::string& help, bool required) {
+  positionals_.push_back({name, help, required});
+  return *this;
+}
+
+Args& Args::repeatable(const std::string& name) {
+  options_.at(name).repeatable = true;
+  return *this;
+}
+
+void Args::set(const std::string& name, const std::string& value) {
+  // A repeated option replaces its default once, then collects.
+  if (options_.count(name) != 0 && options_.at(name).repeatable && given_[name]) {
+    values_[name] += "," + value;
+    return;
+  }
+  given_[name] = true;
+  values_[name] = value;
+}
+
 bool Args::parse(int argc, char** argv, int first) {
+  size_t positional_index = 0;
   for (int i = first; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::fputs(help().c_str(), stdout);
       return false;
     }
-    if (arg.rfind("--", 0) != 0)
-      throw Error("unexpected argument '" + arg + "' (see dq4 " + command_ + " --help)");
+    if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {
+      const auto it = std::find_if(options_.begin(), options_.end(),
+                                   [&](const auto& o) { return o.second.short_name == arg[1]; });
+      if (it == options_.end())
+        throw Error("unknown option " + arg + " (see dq4 " + command_ + " --help)");
+      arg = "--" + it->first;
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      if (positional_index >= positionals_.size())
+        throw Error("unexpected argument '" + arg + "' (see dq4 " + command_ + " --help)");
+      values_[positionals_[positional_index++].name] = arg;
+      continue;
+    }
     std::string name = arg.substr(2), inline_value;
     const bool has_inline = name.find('=') != std::string::npos;
     if (has_inline) {
@@ -37,13 +75,17 @@ bool Args::parse(int argc, char** argv, int first) {
       if (has_inline) throw Error("option --" + name + " takes no value");
       values_[name] = "1";
     } else if (has_inline) {
-      values_[name] = inline_value;
+      set(name, inline_value);
     } else {
       if (i + 1 >= argc)
         throw Error("option --" + name + " needs a value (" + it->second.value_name + ")");
-      values_[name] = argv[++i];
+      set(name, argv[++i]);
     }
   }
+  for (size_t p = positional_index; p < positionals_.size(); ++p)
+    if (positionals_[p].required)
+      throw Error("missing argument " + positionals_[p].name + " (see dq4 " + command_ +
+                  " --help)");
   return true;
 }
 
@@ -100,12 +142,24 @@ std::vector<int64_t> parse_integer_list(const std::string& option, const std::st
 }
 
 std::string Args::help() const {
-  std::string out = "usage: dq4 " + command_ + " [options]\n\n" + summary_ + "\n\noptions:\n";
+  std::string usage = "usage: dq4 " + command_;
+  for (const Positional& p : positionals_) usage += p.required ? " " + p.name : " [" + p.name + "]";
+  std::string out = usage + " [options]\n\n" + summary_ + "\n\n";
+  if (!positionals_.empty()) out += "arguments:\n";
+  for (const Positional& p : positionals_) {
+    std::string left = "  " + p.name;
+    if (left.size() < 28) left.resize(28, ' ');
+    out += left + " " + p.help + "\n";
+  }
+  out += "options:\n";
   for (const std::string& name : order_) {
     const Option& o = options_.at(name);
-    std::string left = "  --" + name + (o.value_name.empty() ? "" : " " + o.value_name);
+    std::string left =
+        std::string(o.short_name != 0 ? "  -" + std::string(1, o.short_name) + ", " : "  ") + "--" +
+        name + (o.value_name.empty() ? "" : " " + o.value_name);
     if (left.size() < 28) left.resize(28, ' ');
     out += left + " " + o.help;
+    if (o.repeatable) out += " (repeatable)";
     if (!o.default_value.empty()) out += " (default: " + o.default_value + ")";
     out += "\n";
   }

@@ -22,6 +22,12 @@ class Args {
   // Declares --name (a flag when value_name is empty, else an option taking a value).
   Args& option(const std::string& name, const std::string& value_name, const std::string& help,
                const std::string& default_value = "");
+  // Makes -c a short spelling of the declared option --name.
+  Args& short_name(char c, const std::string& name);
+  // Declares the next positional argument (read with value(name)); required ones must be given.
+  Args& positional(const std::string& name, const std::string& help, bool required = true);
+  // Lets an option be given several times; value() joins the values with commas.
+  Args& repeatable(const std::string& name);
 
   // Parses argv[first..argc). Returns false when --help was given (help is printed). Throws
   // dq4::Error on a bad command line.
@@ -39,11 +45,20 @@ class Args {
  private:
   struct Option {
     std::string value_name, help, default_value;
+    char short_name = 0;
+    bool repeatable = false;
   };
+  struct Positional {
+    std::string name, help;
+    bool required = true;
+  };
+  void set(const std::string& name, const std::string& value);
   std::string command_, summary_;
   std::vector<std::string> order_;
   std::map<std::string, Option> options_;
+  std::vector<Positional> positionals_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, bool> given_;  // repeatable options given on this command line
 };
 
 }  // namespace dq4::cli
