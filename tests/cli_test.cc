@@ -1,54 +1,31 @@
 // End-to-end tests of the dq4 command-line tool: run the real binary, check exit codes and output.
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_runner.h"
+
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using dq4::test::CliResult;
 
-Result run(const std::string& env_and_args) {
-  const std::string err_file = testing::TempDir() + "dq4_cli_stderr.txt";
-  const std::string command = env_and_args.empty() || env_and_args.find('=') == std::string::npos
-                                  ? std::string(DQ4_CLI_PATH) + " " + env_and_args
-                                  : env_and_args;
-  FILE* pipe = popen((command + " 2>" + err_file).c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  Result r{-1, "", ""};
-  std::array<char, 4096> buffer;
-  size_t got;
-  while ((got = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), got);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (FILE* f = fopen(err_file.c_str(), "r")) {
-    while ((got = fread(buffer.data(), 1, buffer.size(), f)) > 0) r.err.append(buffer.data(), got);
-    fclose(f);
-  }
-  return r;
-}
+CliResult run(const std::string& args) { return dq4::test::run_dq4(args); }
 
-std::string with_env(const std::string& env, const std::string& args) {
-  return env + " " + DQ4_CLI_PATH + " " + args;
+CliResult run(const std::string& env, const std::string& args) {
+  return dq4::test::run_dq4(args, "", env);
 }
 
 TEST(Cli, HelpListsTheCommands) {
-  const Result r = run("--help");
+  const CliResult r = run("--help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("info"), std::string::npos);
   EXPECT_NE(r.out.find("bench"), std::string::npos);
 }
 
 TEST(Cli, UnknownCommandFails) {
-  const Result r = run("frobnicate");
+  const CliResult r = run("frobnicate");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown command 'frobnicate'"), std::string::npos) << r.err;
 }
@@ -56,7 +33,7 @@ TEST(Cli, UnknownCommandFails) {
 TEST(Cli, NoCommandFails) { EXPECT_EQ(run("").exit_code, 2); }
 
 TEST(Cli, InfoPrintsFeaturesAndTheChosenKernel) {
-  const Result r = run("info");
+  const CliResult r = run("info");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("cpu features:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("w4a8 kernel chosen:"), std::string::npos) << r.out;
@@ -64,27 +41,27 @@ TEST(Cli, InfoPrintsFeaturesAndTheChosenKernel) {
 }
 
 TEST(Cli, InfoHonoursDq4Isa) {
-  const Result r = run(with_env("DQ4_ISA=reference", "info"));
+  const CliResult r = run("DQ4_ISA=reference", "info");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("w4a8 kernel chosen: reference (forced by DQ4_ISA)"), std::string::npos)
       << r.out;
 }
 
 TEST(Cli, UnknownDq4IsaIsAClearError) {
-  const Result r = run(with_env("DQ4_ISA=sse9", "info"));
+  const CliResult r = run("DQ4_ISA=sse9", "info");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("DQ4_ISA='sse9' names no kernel"), std::string::npos) << r.err;
 }
 
 TEST(Cli, UnknownOptionIsAClearError) {
-  const Result r = run("info --bogus");
+  const CliResult r = run("info --bogus");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("unknown option --bogus"), std::string::npos) << r.err;
 }
 
 TEST(Cli, EverySubcommandHasHelp) {
   for (const char* command : {"info --help", "bench --help", "bench kernels --help"}) {
-    const Result r = run(command);
+    const CliResult r = run(command);
     EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
     EXPECT_NE(r.out.find("usage: dq4"), std::string::npos) << command << ": " << r.out;
   }
@@ -99,7 +76,7 @@ const char* kTinyBench =
     "--cold-mib 8";
 
 TEST(CliBench, JsonHasOneObjectPerCaseWithTheRequiredFields) {
-  const Result r = run(std::string(kTinyBench) + " --json");
+  const CliResult r = run(std::string(kTinyBench) + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json cases = nlohmann::json::parse(r.out);  // stdout is exactly one JSON array
   ASSERT_TRUE(cases.is_array());
@@ -116,13 +93,13 @@ TEST(CliBench, JsonHasOneObjectPerCaseWithTheRequiredFields) {
 }
 
 TEST(CliBench, TableRunsOnTheReferenceKernel) {
-  const Result r = run(std::string(kTinyBench) + " --isa reference --no-baseline");
+  const CliResult r = run(std::string(kTinyBench) + " --isa reference --no-baseline");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("reference"), std::string::npos) << r.out;
 }
 
 TEST(CliBench, BadOptionsAreClearErrors) {
-  Result r = run("bench kernels --shapes 12x");
+  CliResult r = run("bench kernels --shapes 12x");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("12x"), std::string::npos) << r.err;
   r = run("bench kernels --group 48");

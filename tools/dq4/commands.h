@@ -6,5 +6,6 @@ namespace dq4::cli {
 
 int run_info(int argc, char** argv, int first);
 int run_bench(int argc, char** argv, int first);
+int run_inspect(int argc, char** argv, int first);
 
 }  // namespace dq4::cli

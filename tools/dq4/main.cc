@@ -18,6 +18,8 @@ struct Command {
 
 const Command kCommands[] = {
     {"info", "print the CPU features found and the kernels chosen", dq4::cli::run_info},
+    {"inspect", "show a model directory's architecture, linear modules and their schemes",
+     dq4::cli::run_inspect},
     {"bench", "benchmarks (dq4 bench kernels: the W4A8 matmul kernels)", dq4::cli::run_bench},
 };
 

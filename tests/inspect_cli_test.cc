@@ -1,0 +1,81 @@
+// dq4 inspect end to end: the fixtures (unquantized and W4A16), JSON output, and a module the
+// config refuses.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "safetensors_writer.h"
+
+namespace dq4::test {
+namespace {
+
+TEST(InspectCli, W4A16FixtureTable) {
+  const std::string dir = fixtures_dir() + "/stories260K-hf-w4a16-ct";
+  const CliResult r = run_dq4("inspect " + shell_quote(dir));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("LlamaForCausalLM"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lm_head tied to the embeddings"), std::string::npos);
+  EXPECT_NE(r.out.find("group_0 -> [Linear]: W4A16 pack-quantized channel"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("model.layers.0.mlp.down_proj"), std::string::npos);
+  EXPECT_NE(r.out.find("bytes/param"), std::string::npos);
+}
+
+TEST(InspectCli, JsonCountsBytesPerParameter) {
+  const std::string dir = fixtures_dir() + "/stories260K-hf-w4a16-ct";
+  const CliResult r = run_dq4("inspect --json " + shell_quote(dir));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["modules"].size(), 35u);
+  const nlohmann::json& down = j["modules"][6];
+  EXPECT_EQ(down["name"], "model.layers.0.mlp.down_proj");
+  EXPECT_EQ(down["scheme"], "W4A16");
+  EXPECT_EQ(down["format"], "pack-quantized");
+  EXPECT_EQ(down["group_size"], 0);
+  // 64 rows x 22 int32 words + 64 f32 scales (weight_shape is not counted as weights).
+  EXPECT_EQ(down["bytes"], 64 * 22 * 4 + 64 * 4);
+  EXPECT_EQ(j["linear_params"], 5 * (64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 64 * 172));
+  EXPECT_LT(j["linear_bytes_per_param"].get<double>(), 0.7);
+}
+
+TEST(InspectCli, UnquantizedFixtureIsDense) {
+  const CliResult r = run_dq4("inspect --json " + shell_quote(fixtures_dir() + "/stories260K-hf"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["quantized"].get<bool>());
+  EXPECT_EQ(j["modules"][0]["scheme"], "dense");
+  EXPECT_EQ(j["modules"][0]["weight_dtype"], "F32");
+  EXPECT_DOUBLE_EQ(j["bytes_per_param"].get<double>(), 4.0);
+}
+
+TEST(InspectCli, RefusedSchemeNamesModuleAndFieldAndFails) {
+  ScratchDir dir;
+  const std::string fixture = fixtures_dir() + "/stories260K-hf-w4a16-ct";
+  std::filesystem::create_symlink(fixture + "/model.safetensors", dir.file("model.safetensors"));
+  std::ifstream in(fixture + "/config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["quantization_config"]["config_groups"]["group_0"]["weights"]["symmetric"] = false;
+  std::ofstream(dir.file("config.json")) << config.dump();
+  const CliResult r = run_dq4("inspect " + shell_quote(dir.path()));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("UNSUPPORTED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model.layers.0.self_attn.q_proj"), std::string::npos);
+  EXPECT_NE(r.out.find("weights.symmetric"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("cannot be loaded"), std::string::npos) << r.err;
+}
+
+TEST(InspectCli, MissingDirectoryAndArgument) {
+  CliResult r = run_dq4("inspect /nonexistent-dq4-model");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent-dq4-model/config.json"), std::string::npos) << r.err;
+  r = run_dq4("inspect");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("missing argument DIR"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace dq4::test
