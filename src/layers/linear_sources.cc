@@ -1,0 +1,177 @@
+#include "linear_sources.h"
+
+#include <cstring>
+
+#include "../kernels/w4a8/half.h"
+#include "dq4/error.h"
+#include "dq4/int4_codec.h"
+#include "dq4/rtn.h"
+
+namespace dq4::layers {
+namespace {
+
+float widen(Dtype dtype, const uint8_t* p) {
+  uint16_t h;
+  switch (dtype) {
+    case Dtype::F32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case Dtype::BF16:
+      std::memcpy(&h, p, 2);
+      return w4a8::bf16_to_f32(h);
+    case Dtype::F16:
+      std::memcpy(&h, p, 2);
+      return w4a8::f16_to_f32(h);
+    default:
+      throw Error("internal: widen() of a non-float dtype");
+  }
+}
+
+std::vector<float> widen_all(const TensorView& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  const size_t size = dtype_size(t.dtype);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = widen(t.dtype, t.data + i * size);
+  return out;
+}
+
+w4a8::ScaleType scale_type(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::F32:
+      return w4a8::ScaleType::f32;
+    case Dtype::BF16:
+      return w4a8::ScaleType::bf16;
+    case Dtype::F16:
+      return w4a8::ScaleType::f16;
+    default:
+      throw Error("internal: scale_type() of a non-float dtype");
+  }
+}
+
+int64_t total_rows(std::span<const LinearTensors> modules) {
+  int64_t n = 0;
+  for (const LinearTensors& t : modules) n += t.n;
+  return n;
+}
+
+// Scales [N, groups] of every module stacked: their common dtype when they agree (a lossless
+// copy), else f32 (every scale dtype widens to f32 exactly).
+void stack_scales(std::span<const TensorView* const> scales, Int4Source& out) {
+  bool same = true;
+  for (const TensorView* s : scales) same = same && s->dtype == scales[0]->dtype;
+  if (same) {
+    for (const TensorView* s : scales)
+      out.scales.insert(out.scales.end(), s->data, s->data + s->bytes);
+    out.source.scale_type = scale_type(scales[0]->dtype);
+  } else {
+    for (const TensorView* s : scales) {
+      const std::vector<float> f = widen_all(*s);
+      const auto* bytes = reinterpret_cast<const uint8_t*>(f.data());
+      out.scales.insert(out.scales.end(), bytes, bytes + f.size() * 4);
+    }
+    out.source.scale_type = w4a8::ScaleType::f32;
+  }
+  out.source.scales = out.scales.data();
+}
+
+}  // namespace
+
+std::vector<float> gather_bias(std::span<const LinearTensors> modules) {
+  bool any = false;
+  for (const LinearTensors& t : modules) any = any || t.bias != nullptr;
+  if (!any) return {};
+  std::vector<float> bias;
+  bias.reserve(static_cast<size_t>(total_rows(modules)));
+  for (const LinearTensors& t : modules) {
+    if (t.bias == nullptr) {
+      bias.insert(bias.end(), static_cast<size_t>(t.n), 0.0f);
+    } else {
+      const std::vector<float> b = widen_all(*t.bias);
+      bias.insert(bias.end(), b.begin(), b.end());
+    }
+  }
+  return bias;
+}
+
+Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_size) {
+  Int4Source out;
+  out.bias = gather_bias(modules);
+  if (modules.size() == 1 && modules[0].scheme.kind != LinearKind::dense) {
+    out.source = modules[0].int4_source();  // in place, no copy
+  } else {
+    const int64_t k = modules[0].k;
+    out.values.resize(static_cast<size_t>(total_rows(modules) * k));
+    int8_t* dst = out.values.data();
+    std::vector<RtnResult> quantized;  // keeps the scales of dense modules alive
+    quantized.reserve(modules.size());
+    std::vector<TensorView> scale_views;
+    scale_views.reserve(modules.size());
+    for (const LinearTensors& t : modules) {
+      if (t.scheme.kind == LinearKind::dense) {
+        quantized.push_back(rtn_quantize(*t.weight, group_size));
+        std::memcpy(dst, quantized.back().values.data(), static_cast<size_t>(t.n * k));
+        TensorView v;
+        v.name = t.module + ".weight_scale";
+        v.dtype = t.weight->dtype;
+        v.shape = {t.n, quantized.back().groups};
+        v.data = quantized.back().scales.data();
+        v.bytes = quantized.back().scales.size();
+        scale_views.push_back(std::move(v));
+      } else {
+        const w4a8::WeightSource s = t.int4_source();
+        if (s.values != nullptr)
+          std::memcpy(dst, s.values, static_cast<size_t>(s.n * k));
+        else
+          unpack_int4_rows(s.packed, s.n, k, dst);
+        scale_views.push_back(*t.weight_scale);
+      }
+      dst += t.n * k;
+    }
+    std::vector<const TensorView*> scales;
+    for (const TensorView& v : scale_views) scales.push_back(&v);
+    stack_scales(scales, out);
+    out.source.n = total_rows(modules);
+    out.source.k = k;
+    out.source.group_size = group_size;
+    out.source.values = out.values.data();
+  }
+  out.source.bias = out.bias.empty() ? nullptr : out.bias.data();
+  return out;
+}
+
+DenseSource gather_dense(std::span<const LinearTensors> modules) {
+  DenseSource out;
+  out.bias = gather_bias(modules);
+  bool all_bf16 = true, all_f32 = true;
+  for (const LinearTensors& t : modules) {
+    all_bf16 = all_bf16 && t.weight->dtype == Dtype::BF16;
+    all_f32 = all_f32 && t.weight->dtype == Dtype::F32;
+  }
+  out.source.n = total_rows(modules);
+  out.source.k = modules[0].k;
+  if (modules.size() == 1 && (all_bf16 || all_f32 || modules[0].weight->dtype == Dtype::F16)) {
+    const Dtype d = modules[0].weight->dtype;
+    out.source.data = modules[0].weight->data;
+    out.source.type = d == Dtype::BF16  ? dense::WeightType::bf16
+                      : d == Dtype::F32 ? dense::WeightType::f32
+                                        : dense::WeightType::f16;
+  } else if (all_bf16) {
+    for (const LinearTensors& t : modules)
+      out.data.insert(out.data.end(), t.weight->data, t.weight->data + t.weight->bytes);
+    out.source.data = out.data.data();
+    out.source.type = dense::WeightType::bf16;
+  } else {
+    for (const LinearTensors& t : modules) {
+      const std::vector<float> f = widen_all(*t.weight);
+      const auto* bytes = reinterpret_cast<const uint8_t*>(f.data());
+      out.data.insert(out.data.end(), bytes, bytes + f.size() * 4);
+    }
+    out.source.data = out.data.data();
+    out.source.type = dense::WeightType::f32;
+  }
+  out.source.bias = out.bias.empty() ? nullptr : out.bias.data();
+  return out;
+}
+
+}  // namespace dq4::layers
