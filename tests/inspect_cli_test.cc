@@ -68,6 +68,32 @@ TEST(InspectCli, RefusedSchemeNamesModuleAndFieldAndFails) {
   EXPECT_NE(r.err.find("cannot be loaded"), std::string::npos) << r.err;
 }
 
+TEST(InspectCli, LoadFusesAndHonoursTheLoadOptions) {
+  const std::string dir = shell_quote(fixtures_dir() + "/stories260K-hf-w4a16-ct");
+  CliResult r = run_dq4("inspect --load " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("W4A16 channel"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model.layers.0.self_attn.q_proj+model.layers.0.self_attn.k_proj+"
+                       "model.layers.0.self_attn.v_proj"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("dense F32"), std::string::npos) << r.out;  // the tied head
+  EXPECT_EQ(r.out.find("W4A8"), std::string::npos) << r.out;
+
+  r = run_dq4("inspect --load --activations int8 --quantize-dense w4a8-g32 " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("W4A16 channel"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("W4A8 channel"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("W4A8 g32"), std::string::npos) << r.out;  // the head, quantized at load
+
+  r = run_dq4("inspect --load --quantize-dense w4a8-g48 " + dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--quantize-dense"), std::string::npos) << r.err;
+  r = run_dq4("inspect --load --activations fp8 " + dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--activations"), std::string::npos) << r.err;
+}
+
 TEST(InspectCli, MissingDirectoryAndArgument) {
   CliResult r = run_dq4("inspect /nonexistent-dq4-model");
   EXPECT_EQ(r.exit_code, 1);

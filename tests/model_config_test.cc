@@ -55,6 +55,19 @@ TEST(ModelConfig, DefaultsAndUntiedHead) {
   EXPECT_EQ(modules.back().out_features, 100);
 }
 
+TEST(ModelConfig, LinearGroupsShareAnInput) {
+  const ModelConfig c = ModelConfig::parse(small_config().dump(), "config.json");
+  const auto groups = linear_groups(c);
+  ASSERT_EQ(groups.size(), 2u * 4 + 1);
+  EXPECT_EQ(groups[0].size(), 3u);
+  EXPECT_EQ(groups[0][2].name, "model.layers.0.self_attn.v_proj");
+  EXPECT_EQ(groups[2][1].name, "model.layers.0.mlp.up_proj");
+  EXPECT_EQ(groups[7][0].name, "model.layers.1.mlp.down_proj");
+  EXPECT_EQ(groups.back()[0].name, "lm_head");
+  for (const auto& group : groups)
+    for (const auto& m : group) EXPECT_EQ(m.in_features, group[0].in_features) << m.name;
+}
+
 TEST(ModelConfig, Qwen2HasQkvBiasOnly) {
   nlohmann::json j = small_config();
   j["architectures"] = {"Qwen2ForCausalLM"};

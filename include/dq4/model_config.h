@@ -46,4 +46,8 @@ struct LinearModule {
 // tied: then the head is the embedding matrix, not a module of its own).
 std::vector<LinearModule> linear_modules(const ModelConfig& config);
 
+// The same modules grouped by shared input, in forward order: per layer {q, k, v}, {o},
+// {gate, up}, {down}, then {lm_head} when untied. A model loads each group as one Linear.
+std::vector<std::vector<LinearModule>> linear_groups(const ModelConfig& config);
+
 }  // namespace dq4

@@ -104,3 +104,23 @@ std::vector<LinearModule> linear_modules(const ModelConfig& c) {
 }
 
 }  // namespace dq4
+
+namespace dq4 {
+
+std::vector<std::vector<LinearModule>> linear_groups(const ModelConfig& config) {
+  const std::vector<LinearModule> modules = linear_modules(config);
+  std::vector<std::vector<LinearModule>> groups;
+  // Per layer: q k v | o | gate up | down (linear_modules' order).
+  constexpr size_t kGroupSizes[] = {3, 1, 2, 1};
+  size_t next = 0;
+  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer)
+    for (size_t size : kGroupSizes) {
+      groups.emplace_back(modules.begin() + static_cast<ptrdiff_t>(next),
+                          modules.begin() + static_cast<ptrdiff_t>(next + size));
+      next += size;
+    }
+  if (next < modules.size()) groups.push_back({modules.back()});
+  return groups;
+}
+
+}  // namespace dq4

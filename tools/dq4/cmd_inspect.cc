@@ -1,6 +1,7 @@
 // dq4 inspect: what a model directory holds, as dq4 reads it — the architecture, every linear
 // module with its resolved scheme and encoding, and the bytes spent per parameter.
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,9 +13,11 @@
 #include "commands.h"
 #include "dq4/checkpoint.h"
 #include "dq4/error.h"
+#include "dq4/linear.h"
 #include "dq4/linear_tensors.h"
 #include "dq4/model_config.h"
 #include "dq4/quant_config.h"
+#include "load_options.h"
 
 namespace dq4::cli {
 namespace {
@@ -42,6 +45,33 @@ double per_param(size_t bytes, int64_t params) {
   return params == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(params);
 }
 
+// Loads every layer through Linear and prints what runs; the numbers say what packing costs.
+void print_loaded_layers(const ModelConfig& model, const QuantizationConfig& quant,
+                         const Checkpoint& checkpoint, const LinearOptions& options) {
+  std::printf("\nloaded layers:\n");
+  const auto start = std::chrono::steady_clock::now();
+  size_t packed_bytes = 0;
+  std::vector<std::vector<LinearModule>> groups = linear_groups(model);
+  for (const auto& group : groups) {
+    const Linear linear = Linear::load(checkpoint, quant, group, options);
+    packed_bytes += linear.bytes();
+    std::printf("  %5lld x %-5lld %10zu B  %s\n", static_cast<long long>(linear.out_features()),
+                static_cast<long long>(linear.in_features()), linear.bytes(),
+                linear.description().c_str());
+  }
+  if (model.tie_word_embeddings) {
+    const Linear head =
+        Linear::from_dense_tensor(checkpoint.tensor("model.embed_tokens.weight"), options);
+    packed_bytes += head.bytes();
+    std::printf(
+        "  %5lld x %-5lld %10zu B  %s (tied head)\n", static_cast<long long>(head.out_features()),
+        static_cast<long long>(head.in_features()), head.bytes(), head.description().c_str());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("packed: %zu bytes in %.3f s\n", packed_bytes, seconds);
+}
+
 }  // namespace
 
 int run_inspect(int argc, char** argv, int first) {
@@ -52,7 +82,12 @@ int run_inspect(int argc, char** argv, int first) {
             "Exits with status 1 when some module cannot be loaded (the reason is printed).");
   args.positional("DIR", "the model directory (config.json + safetensors)");
   args.option("json", "", "print one JSON object instead of the table");
+  args.option("load", "",
+              "also load every layer as a model would (grouped by shared input: q+k+v, o, "
+              "gate+up, down, head) and print what each runs, its packed bytes and the load time");
+  declare_load_options(args);
   if (!args.parse(argc, argv, first)) return 0;
+  const LinearOptions load_options = linear_options(args);
   const std::string dir = args.value("DIR");
 
   const ModelConfig model = ModelConfig::read(dir);
@@ -187,6 +222,8 @@ int run_inspect(int argc, char** argv, int first) {
                 static_cast<long long>(total_params), total_bytes,
                 per_param(total_bytes, total_params));
   }
+  if (args.flag("load") && unsupported == 0)
+    print_loaded_layers(model, quant, checkpoint, load_options);
   if (unsupported > 0) {
     std::fprintf(stderr, "dq4 inspect: %d linear module(s) cannot be loaded (see above)\n",
                  unsupported);
