@@ -1,6 +1,8 @@
 #include "args.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -32,13 +34,15 @@ Args& Args::repeatable(const std::string& name) {
 }
 
 void Args::set(const std::string& name, const std::string& value) {
-  // A repeated option replaces its default once, then collects.
-  if (options_.count(name) != 0 && options_.at(name).repeatable && given_[name]) {
-    values_[name] += "," + value;
-    return;
-  }
-  given_[name] = true;
+  if (options_.at(name).repeatable) repeated_[name].push_back(value);
   values_[name] = value;
+}
+
+std::vector<std::string> Args::values(const std::string& name) const {
+  const auto it = repeated_.find(name);
+  if (it != repeated_.end()) return it->second;
+  const std::string& fallback = options_.at(name).default_value;
+  return fallback.empty() ? std::vector<std::string>{} : std::vector<std::string>{fallback};
 }
 
 bool Args::parse(int argc, char** argv, int first) {
@@ -139,6 +143,34 @@ std::vector<int64_t> parse_integer_list(const std::string& option, const std::st
     out.push_back(v);
   }
   return out;
+}
+
+uint64_t parse_byte_size(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  std::string unit(end);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const struct {
+    const char* name;
+    double factor;
+  } kUnits[] = {{"", 1},
+                {"B", 1},
+                {"KB", 1e3},
+                {"MB", 1e6},
+                {"GB", 1e9},
+                {"TB", 1e12},
+                {"KIB", 1024.0},
+                {"MIB", 1048576.0},
+                {"GIB", 1073741824.0},
+                {"TIB", 1099511627776.0}};
+  for (const auto& u : kUnits) {
+    if (unit != u.name) continue;
+    const double bytes = std::floor(number * u.factor);
+    if (end == text.c_str() || !(bytes >= 1) || bytes > 1.8e19) break;
+    return static_cast<uint64_t>(bytes);
+  }
+  throw Error("option --" + option + " needs a size such as 5GB, 500MB or 2GiB, got '" + text +
+              "'");
 }
 
 std::string Args::help() const {

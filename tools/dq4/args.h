@@ -13,6 +13,9 @@ namespace dq4::cli {
 std::vector<std::string> split_commas(const std::string& text);
 // Comma-separated integers; `option` names the option in the error for anything else.
 std::vector<int64_t> parse_integer_list(const std::string& option, const std::string& text);
+// "5GB" (10^9), "500MB", "2GiB" (2^30), "1.5GB", "4096" (bytes). Throws dq4::Error naming
+// `option` for anything else or for 0.
+uint64_t parse_byte_size(const std::string& option, const std::string& text);
 
 class Args {
  public:
@@ -26,7 +29,7 @@ class Args {
   Args& short_name(char c, const std::string& name);
   // Declares the next positional argument (read with value(name)); required ones must be given.
   Args& positional(const std::string& name, const std::string& help, bool required = true);
-  // Lets an option be given several times; value() joins the values with commas.
+  // Lets an option be given several times; values() returns them all, in order.
   Args& repeatable(const std::string& name);
 
   // Parses argv[first..argc). Returns false when --help was given (help is printed). Throws
@@ -39,6 +42,8 @@ class Args {
   double number(const std::string& name) const;
   // A comma-separated list of integers, e.g. "1,2,4".
   std::vector<int64_t> integers(const std::string& name) const;
+  // Every value a repeatable option was given (its default when it was not given).
+  std::vector<std::string> values(const std::string& name) const;
 
   std::string help() const;
 
@@ -58,7 +63,7 @@ class Args {
   std::map<std::string, Option> options_;
   std::vector<Positional> positionals_;
   std::map<std::string, std::string> values_;
-  std::map<std::string, bool> given_;  // repeatable options given on this command line
+  std::map<std::string, std::vector<std::string>> repeated_;  // repeatable options given
 };
 
 }  // namespace dq4::cli

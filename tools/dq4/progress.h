@@ -1,0 +1,36 @@
+#pragma once
+// Progress of long writes on stderr, and the process's peak memory for the final report.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "dq4/quantize.h"
+
+namespace dq4::cli {
+
+// A one-line bar redrawn in place, at most ten times a second, only when stderr is a terminal
+// (logs and tests see just the final report).
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string label);
+  ~ProgressBar();  // clears the line
+  void update(const WriteProgress& progress);
+  // A callback for the library that updates this bar.
+  ProgressCallback callback();
+
+ private:
+  std::string label_;
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_draw_{};
+};
+
+// The peak resident set size (VmHWM of /proc/self/status: anonymous plus file-backed mapped
+// pages) in bytes, or 0 where that is unavailable.
+uint64_t peak_rss_bytes();
+
+// 1234567 -> "1.23 MB".
+std::string megabytes(uint64_t bytes);
+
+}  // namespace dq4::cli
