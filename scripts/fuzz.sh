@@ -26,6 +26,16 @@ seeds_quant_config_fuzz=("$fixtures/stories260K-hf/config.json"
   "$fixtures/stories260K-hf-w4a16-ct/config.json"
   "$fixtures/compressed-tensors-pack-vectors/int4_config.json")
 dict_quant_config_fuzz="$root/fuzz/quant_config.dict"
+targets+=(tokenizer_encode_fuzz)
+seeds_tokenizer_encode_fuzz=("$fixtures/tokenizer-llama3/README.md"
+  "$fixtures/tokenizer-qwen3/README.md" "$fixtures/stories260K-hf/README.md"
+  "$fixtures/tokenizer-llama3/reference_tokenizations.json"
+  "$fixtures/tokenizer-llama2/reference_tokenizations.json")
+# Chat templates: Qwen3's tokenizer_config.json holds a real template (inside a JSON string;
+# Llama 3's file is 50 KB of added tokens around a short one).
+targets+=(chat_template_fuzz)
+seeds_chat_template_fuzz=("$fixtures/tokenizer-qwen3/tokenizer_config.json")
+dict_chat_template_fuzz="$root/fuzz/chat_template.dict"
 
 options=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then options+=(-G Ninja); fi

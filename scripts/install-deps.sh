@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev                        # the f32 baseline of dq4 bench
   nlohmann-json3-dev                     # JSON (configs, tokenizer.json, tests)
   libpcre2-dev                           # tokenizer pre-tokenizer regexes (Unicode classes)
+  libicu-dev                             # tokenizer Unicode normalization (NFC, NFKC, ...)
   g++-aarch64-linux-gnu qemu-user        # Arm cross build, run under qemu-aarch64
   clang libclang-rt-dev                  # libFuzzer targets (scripts/fuzz.sh)
 )

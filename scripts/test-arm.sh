@@ -4,7 +4,8 @@
 #   max         dotprod + i8mm   -> neon_i8mm
 #   cortex-a76  dotprod, no i8mm -> neon_dotprod (neon_i8mm unsupported)
 #   cortex-a72  plain NEON       -> neon (neon_dotprod and neon_i8mm unsupported)
-# Every kernel the CPU supports is compared bit for bit with the reference by the suite itself.
+# (W4A16: neon on all three; dense: neon on all three, neon_bf16 supported on max only.) Every
+# kernel the CPU supports is compared bit for bit with the reference by the suite itself.
 # Needs: g++-aarch64-linux-gnu qemu-user googletest nlohmann-json3-dev cmake (ninja-build optional).
 # Exits non-zero if the build, any test or any dispatch check fails.
 set -euo pipefail
@@ -29,9 +30,9 @@ cmake -S "$repo" -B "$build" "${options[@]}" \
 cmake --build "$build" --target kernels_tests --parallel "$(nproc)"
 
 failed=0
-# run CPU EXPECTED_DEFAULT EXPECTED_SUPPORTED_LIST
+# run CPU EXPECTED_DEFAULT EXPECTED_SUPPORTED_LIST EXPECTED_DENSE_SUPPORTED_LIST
 run() {
-  local cpu=$1 want_default=$2 want_supported=$3 xml="$build/kernels_tests-$1.xml"
+  local cpu=$1 want_default=$2 want_supported=$3 want_dense=$4 xml="$build/kernels_tests-$1.xml"
   echo "== qemu-aarch64 -cpu $cpu"
   rm -f "$xml"
   local start=$SECONDS
@@ -48,13 +49,25 @@ run() {
     echo "test-arm: FAILED: -cpu $cpu should support exactly: $want_supported" >&2
     failed=1
   fi
+  # W4A16 has one Arm variant (plain NEON), which every CPU here runs.
+  if ! grep -q 'name="w4a16_chosen_kernel" value="neon"' "$xml" 2>/dev/null ||
+     ! grep -q 'name="w4a16_supported_kernels" value="reference neon"' "$xml" 2>/dev/null; then
+    echo "test-arm: FAILED: -cpu $cpu should choose and support W4A16 neon" >&2
+    failed=1
+  fi
+  # Dense: the exact neon kernel is the automatic choice everywhere; neon_bf16 needs FEAT_BF16.
+  if ! grep -q 'name="dense_chosen_kernel" value="neon"' "$xml" 2>/dev/null ||
+     ! grep -q "name=\"dense_supported_kernels\" value=\"$want_dense\"" "$xml" 2>/dev/null; then
+    echo "test-arm: FAILED: -cpu $cpu should choose dense neon and support exactly: $want_dense" >&2
+    failed=1
+  fi
   echo "   $(grep -o 'tests="[0-9]*" failures="[0-9]*" disabled="[0-9]*"' "$xml" 2>/dev/null | head -1)" \
        "in $((SECONDS - start)) s"
 }
 
-run max "neon_i8mm" "reference neon neon_dotprod neon_i8mm"
-run cortex-a76 "neon_dotprod" "reference neon neon_dotprod"
-run cortex-a72 "neon" "reference neon"
+run max "neon_i8mm" "reference neon neon_dotprod neon_i8mm" "reference neon neon_bf16"
+run cortex-a76 "neon_dotprod" "reference neon neon_dotprod" "reference neon"
+run cortex-a72 "neon" "reference neon" "reference neon"
 
 if [[ $failed -ne 0 ]]; then
   echo "test-arm: FAILED" >&2

@@ -47,6 +47,13 @@ TEST(Cli, InfoHonoursDq4Isa) {
       << r.out;
 }
 
+TEST(Cli, Dq4IsaFamilyEntryForcesOnlyThatFamily) {
+  const CliResult r = run("DQ4_ISA=dense:reference", "info");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("dense kernel chosen: reference"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("w4a8 kernel chosen: reference"), std::string::npos) << r.out;
+}
+
 TEST(Cli, UnknownDq4IsaIsAClearError) {
   const CliResult r = run("DQ4_ISA=sse9", "info");
   EXPECT_EQ(r.exit_code, 1);
@@ -72,8 +79,8 @@ TEST(Cli, EverySubcommandHasHelp) {
 namespace {
 
 const char* kTinyBench =
-    "bench kernels --shapes 128x256,67x172 --m 1,5 --group 0,32 --threads 1 --min-time 0.002 "
-    "--cold-mib 8";
+    "bench kernels --kind w4a8 --shapes 128x256,67x172 --m 1,5 --group 0,32 --threads 1 "
+    "--min-time 0.002 --cold-mib 8";
 
 TEST(CliBench, JsonHasOneObjectPerCaseWithTheRequiredFields) {
   const CliResult r = run(std::string(kTinyBench) + " --json");
@@ -92,6 +99,47 @@ TEST(CliBench, JsonHasOneObjectPerCaseWithTheRequiredFields) {
   }
 }
 
+TEST(CliBench, W4A16RowsAreComparedWithTheF32FmaPeak) {
+  const CliResult r =
+      run("bench kernels --kind w4a16 --shapes 128x256 --m 1,64 --group 0,32 --threads 1 "
+          "--min-time 0.002 --cold-mib 8 --no-baseline --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json cases = nlohmann::json::parse(r.out);
+  ASSERT_EQ(cases.size(), 4u);  // 2 M x 2 groups
+  for (const auto& c : cases) {
+    EXPECT_EQ(c["kind"], "w4a16") << c.dump();
+    EXPECT_TRUE(c["int8_peak_gops"].is_null()) << c.dump();
+    EXPECT_EQ(c["bw_ratio"].is_null(), c["m"].get<int>() > 4) << c.dump();
+    EXPECT_EQ(c["quant_share"].is_null(), c["m"].get<int>() != 1) << c.dump();
+#if defined(__x86_64__)
+    EXPECT_GT(c["fma_peak_gflops"].get<double>(), 0.0) << c.dump();
+    EXPECT_EQ(c["peak_ratio"].is_null(), c["m"].get<int>() < 64) << c.dump();
+#endif
+  }
+}
+
+TEST(CliBench, DenseRowsHaveTheSameFieldsWithoutGroups) {
+  const CliResult r = run(
+      "bench kernels --kind dense-bf16,dense-f32 --shapes 128x256 --m 1,64 --threads 1 "
+      "--min-time 0.002 --cold-mib 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json cases = nlohmann::json::parse(r.out);
+  ASSERT_EQ(cases.size(), 4u);  // 2 kinds x 2 M
+  for (const auto& c : cases) {
+    EXPECT_TRUE(c["kind"] == "dense-bf16" || c["kind"] == "dense-f32") << c.dump();
+    EXPECT_TRUE(c["group"].is_null()) << c.dump();
+    EXPECT_TRUE(c["quant_share"].is_null()) << c.dump();
+    EXPECT_EQ(c["bw_ratio"].is_null(), c["m"].get<int>() > 4) << c.dump();
+    EXPECT_GT(c["speedup_vs_f32"].get<double>(), 0.0) << c.dump();
+#if defined(__x86_64__)
+    EXPECT_GT(c["fma_peak_gflops"].get<double>(), 0.0) << c.dump();
+    EXPECT_EQ(c["peak_ratio"].is_null(), c["m"].get<int>() < 64) << c.dump();
+#endif
+  }
+  EXPECT_LT(cases[0]["weight_bytes"].get<double>() * 1.9, cases[2]["weight_bytes"].get<double>())
+      << "bf16 weights stay 2 bytes (f32: 4)";
+}
+
 TEST(CliBench, TableRunsOnTheReferenceKernel) {
   const CliResult r = run(std::string(kTinyBench) + " --isa reference --no-baseline");
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -108,6 +156,9 @@ TEST(CliBench, BadOptionsAreClearErrors) {
   r = run("bench kernels --isa sse9");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("sse9"), std::string::npos) << r.err;
+  r = run("bench kernels --kind dense-f16");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown kind 'dense-f16'"), std::string::npos) << r.err;
   r = run("bench nonsense");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("nonsense"), std::string::npos) << r.err;

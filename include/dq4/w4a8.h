@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dq4/aligned_buffer.h"
+#include "dq4/matmul_args.h"
 
 namespace dq4 {
 class ThreadPool;
@@ -70,8 +71,9 @@ const Kernel* find_kernel(std::string_view name);
 std::string_view kernel_name(const Kernel& kernel);
 // Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
 bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
-// The best kernel this CPU supports, or the one DQ4_ISA names (throws dq4::Error if DQ4_ISA names
-// an unknown kernel or one this CPU cannot run). Decided once per process.
+// The best kernel this CPU supports, or the one DQ4_ISA names (grammar: src/kernels/family.h;
+// throws dq4::Error if DQ4_ISA names an unknown kernel or one this CPU cannot run). Decided once
+// per process.
 const Kernel& default_kernel();
 // Same choice, re-evaluated for the given DQ4_ISA value (empty = automatic). For `dq4 info`/tests.
 const Kernel& select_kernel(std::string_view isa_override);
@@ -81,17 +83,7 @@ const Kernel& select_kernel(std::string_view isa_override);
 PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool = nullptr);
 inline PackedWeights pack(const WeightSource& source) { return pack(source, default_kernel()); }
 
-struct MatmulArgs {
-  int64_t m = 0;
-  const float* x = nullptr;  // [m, k], row stride ldx >= k
-  int64_t ldx = 0;
-  float* y = nullptr;  // [m, n], row stride ldy >= n
-  int64_t ldy = 0;
-  float min = -FLT_MAX;  // output clamp
-  float max = FLT_MAX;
-  ThreadPool* pool = nullptr;  // default: the global pool
-  int max_threads = 0;         // 0: all threads of the pool
-};
+using MatmulArgs = ::dq4::MatmulArgs;  // shared by every kernel family
 
 // Y = clamp(qai8dx(X) . W^T + bias). Throws dq4::Error on invalid arguments (including non-finite
 // activations). Reuses a per-thread scratch buffer for the quantized activations.

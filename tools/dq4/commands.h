@@ -7,5 +7,9 @@ namespace dq4::cli {
 int run_info(int argc, char** argv, int first);
 int run_bench(int argc, char** argv, int first);
 int run_inspect(int argc, char** argv, int first);
+int run_quantize(int argc, char** argv, int first);
+int run_synth(int argc, char** argv, int first);
+int run_chat_template(int argc, char** argv, int first);
+int run_tokenize(int argc, char** argv, int first);
 
 }  // namespace dq4::cli

@@ -20,6 +20,13 @@ const Command kCommands[] = {
     {"info", "print the CPU features found and the kernels chosen", dq4::cli::run_info},
     {"inspect", "show a model directory's architecture, linear modules and their schemes",
      dq4::cli::run_inspect},
+    {"quantize", "int4-quantize a model into a compressed-tensors W4A8/W4A16 checkpoint",
+     dq4::cli::run_quantize},
+    {"synth", "write a synthetic Llama-shaped model (tests, benchmarks)", dq4::cli::run_synth},
+    {"chat-template", "render a model's chat template for a conversation (JSON on stdin)",
+     dq4::cli::run_chat_template},
+    {"tokenize", "tokenize stdin (or decode ids) with a model's tokenizer.json",
+     dq4::cli::run_tokenize},
     {"bench", "benchmarks (dq4 bench kernels: the W4A8 matmul kernels)", dq4::cli::run_bench},
 };
 

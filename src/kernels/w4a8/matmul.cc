@@ -7,6 +7,7 @@
 #include "dq4/error.h"
 #include "dq4/thread_pool.h"
 #include "dq4/w4a8.h"
+#include "../family.h"
 #include "kernel.h"
 #include "qai8dx.h"
 
@@ -34,30 +35,10 @@ struct Scratch {
   }
 };
 
-void check_args(const PackedWeights& w, const MatmulArgs& a) {
-  if (w.data() == nullptr) throw Error("w4a8::matmul: weights are empty (not packed)");
-  if (a.m <= 0) throw Error("w4a8::matmul: m must be positive, got " + std::to_string(a.m));
-  if (a.x == nullptr) throw Error("w4a8::matmul: x is null");
-  if (a.y == nullptr) throw Error("w4a8::matmul: y is null");
-  if (reinterpret_cast<uintptr_t>(a.x) % alignof(float) != 0)
-    throw Error("w4a8::matmul: x is not aligned to 4 bytes");
-  if (reinterpret_cast<uintptr_t>(a.y) % alignof(float) != 0)
-    throw Error("w4a8::matmul: y is not aligned to 4 bytes");
-  if (a.ldx < w.k())
-    throw Error("w4a8::matmul: ldx " + std::to_string(a.ldx) + " is smaller than k " +
-                std::to_string(w.k()));
-  if (a.ldy < w.n())
-    throw Error("w4a8::matmul: ldy " + std::to_string(a.ldy) + " is smaller than n " +
-                std::to_string(w.n()));
-  if (std::isnan(a.min) || std::isnan(a.max) || a.min > a.max)
-    throw Error("w4a8::matmul: clamp range [" + std::to_string(a.min) + ", " +
-                std::to_string(a.max) + "] is invalid");
-}
-
 }  // namespace
 
 void matmul(const PackedWeights& w, const MatmulArgs& a) {
-  check_args(w, a);
+  kernels::check_matmul_args("w4a8::matmul", w.data() != nullptr, w.n(), w.k(), a);
   const Kernel& kernel = w.kernel();
   const Layout l = make_layout(w.n(), w.k(), w.group_size(), kernel.nr);
   ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
@@ -84,18 +65,13 @@ void matmul(const PackedWeights& w, const MatmulArgs& a) {
 
   // Output tiles: up to 128 rows x a range of panels; enough tiles to balance the threads,
   // each tile a contiguous byte range of the weights.
-  const int64_t row_block = 128;
-  const int64_t row_tiles = (a.m + row_block - 1) / row_block;
-  const int64_t want_tiles = threads == 1 ? 1 : int64_t{4} * threads;
-  const int64_t panel_tiles =
-      std::clamp<int64_t>((want_tiles + row_tiles - 1) / row_tiles, 1, l.panels);
+  const kernels::TileSplit split = kernels::split_tiles(a.m, l.panels, threads);
   const uint8_t* packed = w.data();
   pool.run(
-      row_tiles * panel_tiles,
+      split.tiles(),
       [&](int64_t t) {
-        const int64_t rt = t / panel_tiles, pt = t % panel_tiles;
-        const int64_t m0 = rt * row_block, m1 = std::min(a.m, m0 + row_block);
-        const int64_t p0 = l.panels * pt / panel_tiles, p1 = l.panels * (pt + 1) / panel_tiles;
+        int64_t m0, m1, p0, p1;
+        split.tile(t, &m0, &m1, &p0, &p1);
         if (p0 < p1) kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
       },
       threads);

@@ -1,9 +1,12 @@
-// Validation of checkpoint weights and packing into the layout of layout.h.
+// Validation of checkpoint weights and packing into the layout of layout.h (for W4A8 and W4A16).
+
+#include "pack.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "dq4/error.h"
 #include "dq4/thread_pool.h"
@@ -19,34 +22,35 @@ std::string where(const char* field, int64_t row, int64_t col) {
   return std::string(field) + "[" + std::to_string(row) + "][" + std::to_string(col) + "]";
 }
 
-void check_aligned(const void* p, size_t alignment, const char* field) {
+void check_aligned(const char* who, const void* p, size_t alignment, const char* field) {
   if (reinterpret_cast<uintptr_t>(p) % alignment != 0)
-    throw Error(std::string("w4a8::pack: ") + field + " is not aligned to " +
+    throw Error(std::string(who) + ": " + field + " is not aligned to " +
                 std::to_string(alignment) + " bytes");
 }
 
 // Returns the normalised group size: 0 for channelwise.
-int64_t validate(const WeightSource& s) {
-  if (s.n <= 0) throw Error("w4a8::pack: n must be positive, got " + std::to_string(s.n));
-  if (s.k <= 0) throw Error("w4a8::pack: k must be positive, got " + std::to_string(s.k));
+int64_t validate(const WeightSource& s, const char* who) {
+  const std::string at = std::string(who) + ": ";
+  if (s.n <= 0) throw Error(at + "n must be positive, got " + std::to_string(s.n));
+  if (s.k <= 0) throw Error(at + "k must be positive, got " + std::to_string(s.k));
   if (s.k > kMaxK)
-    throw Error("w4a8::pack: k " + std::to_string(s.k) + " exceeds the supported maximum " +
+    throw Error(at + "k " + std::to_string(s.k) + " exceeds the supported maximum " +
                 std::to_string(kMaxK));
   if (s.group_size < 0)
-    throw Error("w4a8::pack: group_size must be >= 0, got " + std::to_string(s.group_size));
+    throw Error(at + "group_size must be >= 0, got " + std::to_string(s.group_size));
   const int64_t group = s.group_size == s.k ? 0 : s.group_size;
   if (group != 0 && group % 32 != 0)
-    throw Error("w4a8::pack: group_size " + std::to_string(group) +
+    throw Error(at + "group_size " + std::to_string(group) +
                 " is not a multiple of 32 (nor equal to k " + std::to_string(s.k) + ")");
   if (group > s.k)
-    throw Error("w4a8::pack: group_size " + std::to_string(group) + " exceeds k " +
-                std::to_string(s.k) + "; use channelwise (group_size 0)");
+    throw Error(at + "group_size " + std::to_string(group) + " exceeds k " + std::to_string(s.k) +
+                "; use channelwise (group_size 0)");
   if ((s.values == nullptr) == (s.packed == nullptr))
-    throw Error("w4a8::pack: give exactly one of values (int8) or packed (int32) weights");
-  if (s.scales == nullptr) throw Error("w4a8::pack: scales is null");
-  check_aligned(s.packed, alignof(int32_t), "packed");
-  check_aligned(s.scales, s.scale_type == ScaleType::f32 ? 4 : 2, "scales");
-  check_aligned(s.bias, alignof(float), "bias");
+    throw Error(at + "give exactly one of values (int8) or packed (int32) weights");
+  if (s.scales == nullptr) throw Error(at + "scales is null");
+  check_aligned(who, s.packed, alignof(int32_t), "packed");
+  check_aligned(who, s.scales, s.scale_type == ScaleType::f32 ? 4 : 2, "scales");
+  check_aligned(who, s.bias, alignof(float), "bias");
   return group;
 }
 
@@ -83,24 +87,25 @@ inline int32_t step_sum(uint32_t dword) {
   return static_cast<int32_t>((pairs * 0x01010101u) >> 24) - 64;
 }
 
-[[noreturn, gnu::noinline]] void throw_bad_value(const WeightSource& s, int64_t n, int64_t k0) {
+[[noreturn, gnu::noinline]] void throw_bad_value(const char* who, const WeightSource& s, int64_t n,
+                                                 int64_t k0) {
   const int8_t* row = s.values + n * s.k;
   for (int64_t k = k0; k < s.k; ++k)
     if (row[k] < -8 || row[k] > 7)
-      throw Error("w4a8::pack: " + where("values", n, k) + " = " + std::to_string(row[k]) +
+      throw Error(std::string(who) + ": " + where("values", n, k) + " = " + std::to_string(row[k]) +
                   " is outside the int4 range [-8, 7]");
-  throw Error("w4a8::pack: values of row " + std::to_string(n) + " are outside [-8, 7]");
+  throw Error(std::string(who) + ": values of row " + std::to_string(n) + " are outside [-8, 7]");
 }
 
 // The packed dword for column n, k0..k0+7 (k0 a multiple of 8).
-uint32_t source_step(const WeightSource& s, int64_t n, int64_t k0) {
+uint32_t source_step(const char* who, const WeightSource& s, int64_t n, int64_t k0) {
   if (s.values != nullptr) {
     const int8_t* row = s.values + n * s.k;
     if (k0 + 8 <= s.k) {
       uint64_t x;
       std::memcpy(&x, row + k0, 8);
       const uint64_t u = offset_nibbles(x);
-      if ((u & 0xf0f0f0f0f0f0f0f0ull) != 0) throw_bad_value(s, n, k0);
+      if ((u & 0xf0f0f0f0f0f0f0f0ull) != 0) throw_bad_value(who, s, n, k0);
       return static_cast<uint32_t>(u) | (static_cast<uint32_t>(u >> 32) << 4);
     }
     uint32_t word = 0;
@@ -108,7 +113,7 @@ uint32_t source_step(const WeightSource& s, int64_t n, int64_t k0) {
       int32_t q = 0;
       if (k0 + i < s.k) {
         q = row[k0 + i];
-        if (q < -8 || q > 7) throw_bad_value(s, n, k0);
+        if (q < -8 || q > 7) throw_bad_value(who, s, n, k0);
       }
       word |= static_cast<uint32_t>(q + 8) << (4 * i);
     }
@@ -126,7 +131,8 @@ uint32_t source_step(const WeightSource& s, int64_t n, int64_t k0) {
 }
 
 // The four step dwords of the 32-k chunk at k0 (a multiple of 32) for column n.
-inline void source_chunk(const WeightSource& s, int64_t n, int64_t k0, uint32_t (&dwords)[4]) {
+inline void source_chunk(const char* who, const WeightSource& s, int64_t n, int64_t k0,
+                         uint32_t (&dwords)[4]) {
   if (s.values != nullptr && k0 + 32 <= s.k) {  // the common case, without per-step branches
     uint64_t x[4], bad = 0;
     std::memcpy(x, s.values + n * s.k + k0, 32);
@@ -135,7 +141,7 @@ inline void source_chunk(const WeightSource& s, int64_t n, int64_t k0, uint32_t 
       bad |= u;
       dwords[i] = static_cast<uint32_t>(u) | (static_cast<uint32_t>(u >> 32) << 4);
     }
-    if ((bad & 0xf0f0f0f0f0f0f0f0ull) != 0) throw_bad_value(s, n, k0);
+    if ((bad & 0xf0f0f0f0f0f0f0f0ull) != 0) throw_bad_value(who, s, n, k0);
     return;
   }
   if (s.packed != nullptr && k0 + 32 <= s.k) {
@@ -143,10 +149,12 @@ inline void source_chunk(const WeightSource& s, int64_t n, int64_t k0, uint32_t 
     for (int i = 0; i < 4; ++i) dwords[i] = interleave_word(static_cast<uint32_t>(words[i]));
     return;
   }
-  for (int i = 0; i < 4; ++i) dwords[i] = source_step(s, n, k0 + 8 * i);  // the row's tail
+  for (int i = 0; i < 4; ++i) dwords[i] = source_step(who, s, n, k0 + 8 * i);  // the row's tail
 }
 
-void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t c, int64_t n) {
+void pack_column(const char* who, const WeightSource& s, const Layout& l, uint8_t* panel, int64_t c,
+                 int64_t n) {
+  const std::string at = std::string(who) + ": ";
   int64_t column_sum = 0;
   float row_sum = 0.0f;  // KleidiAI's R_n (groupwise)
   const int64_t groups_in_scales = l.channelwise ? 1 : l.groups;
@@ -156,17 +164,19 @@ void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t
     float scale = 0;
     if (!l.channelwise) {
       scale = read_scale(s, n * groups_in_scales + g);
-      if (!std::isfinite(scale))
-        throw Error("w4a8::pack: " + where("scales", n, g) + " is not finite");
-      const uint16_t bf16 = f32_to_bf16(scale);
-      scale = bf16_to_f32(bf16);
-      if (!std::isfinite(scale))
-        throw Error("w4a8::pack: " + where("scales", n, g) + " overflows bf16");
-      std::memcpy(group_data + steps * l.step_bytes + c * 2, &bf16, 2);
+      if (!std::isfinite(scale)) throw Error(at + where("scales", n, g) + " is not finite");
+      if (l.group_scales == GroupScales::f32) {
+        std::memcpy(group_data + steps * l.step_bytes + c * 4, &scale, 4);
+      } else {
+        const uint16_t bf16 = f32_to_bf16(scale);
+        scale = bf16_to_f32(bf16);
+        if (!std::isfinite(scale)) throw Error(at + where("scales", n, g) + " overflows bf16");
+        std::memcpy(group_data + steps * l.step_bytes + c * 2, &bf16, 2);
+      }
     }
     for (int64_t step = 0; step < steps; step += 4) {
       uint32_t dwords[4];
-      source_chunk(s, n, l.group_begin(g) + step * 8, dwords);
+      source_chunk(who, s, n, l.group_begin(g) + step * 8, dwords);
       int32_t sums[4];
       for (int i = 0; i < 4; ++i) {
         std::memcpy(group_data + (step + i) * l.step_bytes + c * 4, &dwords[i], 4);
@@ -181,16 +191,14 @@ void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t
     }
   }
   const float bias = s.bias != nullptr ? s.bias[n] : 0.0f;
-  if (!std::isfinite(bias))
-    throw Error("w4a8::pack: bias[" + std::to_string(n) + "] is not finite");
+  if (!std::isfinite(bias)) throw Error(at + "bias[" + std::to_string(n) + "] is not finite");
   PanelView view = panel_view(panel, l, 0);
   auto put = [&](const void* field, const void* value) {
     std::memcpy(const_cast<void*>(field), value, 4);
   };
   if (l.channelwise) {
     const float scale = read_scale(s, n);
-    if (!std::isfinite(scale))
-      throw Error("w4a8::pack: " + where("scales", n, 0) + " is not finite");
+    if (!std::isfinite(scale)) throw Error(at + where("scales", n, 0) + " is not finite");
     const int32_t sum = static_cast<int32_t>(column_sum);
     put(view.scales() + c, &scale);
     put(view.column_sums() + c, &sum);
@@ -209,27 +217,35 @@ void fill_padding_column(const Layout& l, uint8_t* panel, int64_t c) {
 
 }  // namespace
 
-PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool) {
-  const int64_t group = validate(source);
-  const Layout l = make_layout(source.n, source.k, group, kernel.nr);
-  PackedWeights out;
-  out.data_ = AlignedBuffer(static_cast<size_t>(l.panels * l.panel_bytes));
-  out.kernel_ = &kernel;
-  out.n_ = source.n;
-  out.k_ = source.k;
-  out.group_size_ = group;
-  uint8_t* base = out.data_.data();
-  ThreadPool& threads = pool != nullptr ? *pool : ThreadPool::global();
-  threads.run(l.panels, [&](int64_t p) {
+PackedPanels pack_panels(const WeightSource& source, int64_t nr, GroupScales scales,
+                         ThreadPool& pool, const char* who) {
+  PackedPanels out;
+  out.group_size = validate(source, who);
+  const Layout l = make_layout(source.n, source.k, out.group_size, nr, scales);
+  out.data = AlignedBuffer(static_cast<size_t>(l.panels * l.panel_bytes));
+  uint8_t* base = out.data.data();
+  pool.run(l.panels, [&](int64_t p) {
     uint8_t* panel = base + p * l.panel_bytes;
     for (int64_t c = 0; c < l.nr; ++c) {
       const int64_t n = p * l.nr + c;
       if (n < l.n)
-        pack_column(source, l, panel, c, n);
+        pack_column(who, source, l, panel, c, n);
       else
         fill_padding_column(l, panel, c);
     }
   });
+  return out;
+}
+
+PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool) {
+  PackedPanels panels = pack_panels(source, kernel.nr, GroupScales::bf16,
+                                    pool != nullptr ? *pool : ThreadPool::global(), "w4a8::pack");
+  PackedWeights out;
+  out.data_ = std::move(panels.data);
+  out.kernel_ = &kernel;
+  out.n_ = source.n;
+  out.k_ = source.k;
+  out.group_size_ = panels.group_size;
   return out;
 }
 

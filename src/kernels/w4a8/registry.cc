@@ -1,10 +1,12 @@
 // The table of W4A8 kernels compiled into this build and the runtime choice among them.
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "dq4/error.h"
 #include "dq4/w4a8.h"
+#include "../family.h"
 #include "kernel.h"
 
 namespace dq4::w4a8 {
@@ -41,30 +43,12 @@ std::string_view kernel_name(const Kernel& kernel) { return kernel.name; }
 
 bool kernel_supported(const Kernel& kernel, std::string* why) {
   if (kernel.supported(cpu_features())) return true;
-  if (why != nullptr)
-    *why = std::string("kernel '") + kernel.name + "' needs " + kernel.needs +
-           ", which this CPU lacks (it has: " + cpu_features().to_string() + ")";
+  if (why != nullptr) *why = kernels::unsupported_reason(kernel.name, kernel.needs);
   return false;
 }
 
 const Kernel& select_kernel(std::string_view isa_override) {
-  if (!isa_override.empty()) {
-    const Kernel* kernel = find_kernel(isa_override);
-    if (kernel == nullptr) {
-      std::string names;
-      for (const Kernel* k : compiled_kernels())
-        names += std::string(names.empty() ? "" : ", ") + k->name;
-      throw Error("DQ4_ISA='" + std::string(isa_override) +
-                  "' names no kernel of this build (available: " + names + ")");
-    }
-    std::string why;
-    if (!kernel_supported(*kernel, &why)) throw Error("DQ4_ISA: " + why);
-    return *kernel;
-  }
-  const auto kernels = compiled_kernels();
-  for (auto it = kernels.rbegin(); it != kernels.rend(); ++it)
-    if ((*it)->supported(cpu_features())) return **it;
-  return *kernels.front();
+  return kernels::select_kernel("w4a8", compiled_kernels(), isa_override);
 }
 
 const Kernel& default_kernel() {

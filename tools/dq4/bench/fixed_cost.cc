@@ -1,6 +1,7 @@
 #include "bench/fixed_cost.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "bench/test_weights.h"
@@ -13,16 +14,15 @@ namespace {
 constexpr int64_t kWideN = 128;
 constexpr int kRounds = 7;
 
-}  // namespace
-
-FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, const float* x,
-                          int64_t m, int threads) {
+// `pack(source)` gives the family's packed weights, `matmul(packed, args)` runs them.
+template <class Pack, class Matmul>
+FixedCost measure(Pack pack, Matmul matmul, int64_t k, int64_t group, const float* x, int64_t m,
+                  int threads) {
   const std::vector<int32_t> nibbles = random_nibbles(kWideN, k, 7);
   const Int4Weights wide = random_int4_weights(nibbles, kWideN, k, group, 8);
   Int4Weights narrow = wide;
   narrow.n = 1;
-  const w4a8::PackedWeights packed[2] = {w4a8::pack(narrow.source(), kernel),
-                                         w4a8::pack(wide.source(), kernel)};
+  const std::array packed = {pack(narrow.source()), pack(wide.source())};
   std::vector<float> y(static_cast<size_t>(m * kWideN));
 
   // Alternate the two sizes round by round; take the median of the round medians.
@@ -33,7 +33,7 @@ FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, 
   plan.warmup_s = 0.002;
   for (int round = 0; round < kRounds; ++round) {
     for (int i = 0; i < 2; ++i) {
-      w4a8::MatmulArgs args;
+      MatmulArgs args;
       args.m = m;
       args.x = x;
       args.ldx = k;
@@ -41,7 +41,7 @@ FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, 
       args.ldy = packed[i].n();
       args.pool = &ThreadPool::global();
       args.max_threads = threads;
-      medians[i].push_back(time_calls([&] { w4a8::matmul(packed[i], args); }, plan).median);
+      medians[i].push_back(time_calls([&] { matmul(packed[i], args); }, plan).median);
     }
   }
   const double t1 = summarize(medians[0]).median, t2 = summarize(medians[1]).median;
@@ -51,6 +51,22 @@ FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, 
   cost.one_column_s = t1;
   cost.seconds = b2 > b1 ? std::clamp(t1 - (t2 - t1) * b1 / (b2 - b1), 0.0, t1) : t1;
   return cost;
+}
+
+}  // namespace
+
+FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, const float* x,
+                          int64_t m, int threads) {
+  return measure([&](const w4a8::WeightSource& s) { return w4a8::pack(s, kernel); },
+                 [](const w4a8::PackedWeights& w, const MatmulArgs& a) { w4a8::matmul(w, a); }, k,
+                 group, x, m, threads);
+}
+
+FixedCost fixed_call_cost(const w4a16::Kernel& kernel, int64_t k, int64_t group, const float* x,
+                          int64_t m, int threads) {
+  return measure([&](const w4a16::WeightSource& s) { return w4a16::pack(s, kernel); },
+                 [](const w4a16::PackedWeights& w, const MatmulArgs& a) { w4a16::matmul(w, a); }, k,
+                 group, x, m, threads);
 }
 
 }  // namespace dq4::cli::bench

@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "bench/cold_copies.h"
+#include "bench/dense_cases.h"
 #include "bench/f32_baseline.h"
 #include "bench/fixed_cost.h"
 #include "bench/kernel_grid.h"
@@ -19,8 +20,11 @@
 #include "bench/report.h"
 #include "bench/test_weights.h"
 #include "bench/timing.h"
+#include "bench/w4a16_cases.h"
 #include "dq4/cpu_features.h"
+#include "dq4/dense.h"
 #include "dq4/thread_pool.h"
+#include "dq4/w4a16.h"
 #include "dq4/w4a8.h"
 
 namespace dq4::cli::bench {
@@ -38,7 +42,12 @@ struct Run {
         info(out),
         isa(w4a8::kernel_name(*g.kernel)),
         cold_budget(budget),
-        refs(budget, isa, g.threads) {}
+        refs(budget, g.has_kind("w4a8") ? dot_peak_for(isa) : DotPeak::none,
+             g.has_kind("w4a16") ? fma_peak_for(w4a16::kernel_name(*g.w4a16_kernel))
+             : g.has_kind("dense-bf16") || g.has_kind("dense-f32")
+                 ? fma_peak_for(dense::kernel_name(*g.dense_kernel))
+                 : FmaPeak::none,
+             g.threads) {}
 
   const KernelGrid& grid;
   std::FILE* info;  // notes and header: stdout for the table, stderr with --json
@@ -48,6 +57,7 @@ struct Run {
   std::vector<CaseResult> results;
   int64_t cases_started = 0;
   std::map<std::pair<int64_t, int64_t>, FixedCost> fixed_costs;  // (k, group), for M = 1
+  std::map<std::pair<int64_t, int64_t>, FixedCost> w4a16_fixed_costs;
 };
 
 std::string join(const std::vector<int>& values) {
@@ -128,12 +138,12 @@ std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Wei
   return block;
 }
 
-// OpenBLAS on the same weights in f32, cold as well: median seconds per (m, threads).
+// OpenBLAS on the same weights in f32 (`w`: [n, k]), cold as well: median seconds per
+// (m, threads).
 std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s,
-                                                        const Int4Weights& weights, const float* x,
+                                                        const AlignedBuffer& w, const float* x,
                                                         float* y) {
   const KernelGrid& grid = run.grid;
-  const AlignedBuffer w = weights.dequantized();
   ColdCopies<AlignedBuffer> cold(w, w.size(), run.cold_budget);
   // Write back the dirty lines the copying left in the caches before the first case is timed.
   for (size_t i = 0; i < cold.count(); ++i) read_through(cold[i].data(), cold[i].size());
@@ -160,13 +170,70 @@ std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s
 void add_ratios(CaseResult& r, const MachineReferences& refs,
                 const std::map<std::pair<int64_t, int>, double>& f32_seconds) {
   r.read_bw_gbps = refs.read_gbps(r.threads);
-  r.int8_peak_gops = refs.peak_gops(r.threads);
   if (r.m <= 4) r.bw_ratio = r.weight_gbps / r.read_bw_gbps;
-  if (r.m >= 64) r.peak_ratio = r.gflops / r.int8_peak_gops;
+  if (r.kind == "w4a8") {  // the int8 dot peak bounds only the W4A8 kernels
+    r.int8_peak_gops = refs.peak_gops(r.threads);
+    if (r.m >= 64) r.peak_ratio = r.gflops / r.int8_peak_gops;
+  }
+  // W4A16 and dense prefill are bounded by the f32 FMAs (avx512_bf16 does 2 per lane and step).
+  if (r.kind == "w4a16" || r.kind == "dense-bf16" || r.kind == "dense-f32") {
+    r.fma_peak_gflops = refs.fma_gflops(r.threads);
+    if (r.m >= 64) r.peak_ratio = r.gflops / r.fma_peak_gflops;
+  }
   if (const auto it = f32_seconds.find({r.m, r.threads}); it != f32_seconds.end()) {
     r.f32_seconds = it->second;
     r.speedup_vs_f32 = it->second / r.seconds.median;
   }
+}
+
+// The W4A16 cases of one shape and group (the same int4 weights as W4A8's).
+void run_w4a16_kind(Run& run, const Shape& s, const Int4Weights& weights, const float* x, float* y,
+                    std::vector<CaseResult>& cases) {
+  const KernelGrid& grid = run.grid;
+  W4A16Bench bench;
+  bench.kernel = grid.w4a16_kernel;
+  bench.ms = grid.ms;
+  bench.threads = grid.threads;
+  bench.plan = plan_for(grid);
+  bench.cold_budget = run.cold_budget;
+  bench.starting = [&](const std::string& kind, int64_t m, int threads) {
+    std::fprintf(stderr, "[%lld/%lld] %s %s %lldx%lld group %lld M %lld threads %d\n",
+                 static_cast<long long>(++run.cases_started), static_cast<long long>(grid.cases()),
+                 kind.c_str(), std::string(w4a16::kernel_name(*grid.w4a16_kernel)).c_str(),
+                 static_cast<long long>(s.n), static_cast<long long>(s.k),
+                 static_cast<long long>(weights.group), static_cast<long long>(m), threads);
+  };
+  const std::vector<CaseResult> block =
+      run_w4a16_cases(bench, s, weights, x, y, run.w4a16_fixed_costs);
+  cases.insert(cases.end(), block.begin(), block.end());
+}
+
+// The dense kinds of the grid on one shape (and the f32 baseline if no W4A8 case measured it).
+void run_dense_kinds(Run& run, const Shape& s, const float* x, float* y,
+                     std::map<std::pair<int64_t, int>, double>& f32_seconds,
+                     std::vector<CaseResult>& cases) {
+  const KernelGrid& grid = run.grid;
+  if (!grid.has_kind("dense-bf16") && !grid.has_kind("dense-f32")) return;
+  const AlignedBuffer weights = random_dense_weights(s.n, s.k, 300 + static_cast<uint64_t>(s.k));
+  DenseBench bench;
+  bench.kernel = grid.dense_kernel;
+  bench.ms = grid.ms;
+  bench.threads = grid.threads;
+  bench.plan = plan_for(grid);
+  bench.cold_budget = run.cold_budget;
+  bench.starting = [&](const std::string& kind, int64_t m, int threads) {
+    std::fprintf(stderr, "[%lld/%lld] %s %s %lldx%lld M %lld threads %d\n",
+                 static_cast<long long>(++run.cases_started), static_cast<long long>(grid.cases()),
+                 kind.c_str(), std::string(dense::kernel_name(*grid.dense_kernel)).c_str(),
+                 static_cast<long long>(s.n), static_cast<long long>(s.k),
+                 static_cast<long long>(m), threads);
+  };
+  for (const char* kind : {"dense-bf16", "dense-f32"}) {
+    if (!grid.has_kind(kind)) continue;
+    const std::vector<CaseResult> block = run_dense_cases(bench, kind, s, weights, x, y);
+    cases.insert(cases.end(), block.begin(), block.end());
+  }
+  if (grid.baseline && f32_seconds.empty()) f32_seconds = run_f32_cases(run, s, weights, x, y);
 }
 
 void run_shape(Run& run, const Shape& s) {
@@ -184,14 +251,19 @@ void run_shape(Run& run, const Shape& s) {
   // the first group size.
   std::map<std::pair<int64_t, int>, double> f32_seconds;
   std::vector<CaseResult> cases;
-  for (int64_t group : grid.groups) {
+  const bool int4 = grid.has_kind("w4a8") || grid.has_kind("w4a16");
+  for (int64_t group : int4 ? grid.groups : std::vector<int64_t>{}) {
     const Int4Weights weights = random_int4_weights(nibbles, s.n, s.k, group == s.k ? 0 : group,
                                                     100 + static_cast<uint64_t>(group));
-    const std::vector<CaseResult> block = run_kernel_cases(run, s, weights, x.data(), yp);
-    cases.insert(cases.end(), block.begin(), block.end());
+    if (grid.has_kind("w4a8")) {
+      const std::vector<CaseResult> block = run_kernel_cases(run, s, weights, x.data(), yp);
+      cases.insert(cases.end(), block.begin(), block.end());
+    }
+    if (grid.has_kind("w4a16")) run_w4a16_kind(run, s, weights, x.data(), yp, cases);
     if (grid.baseline && f32_seconds.empty())
-      f32_seconds = run_f32_cases(run, s, weights, x.data(), yp);
+      f32_seconds = run_f32_cases(run, s, weights.dequantized(), x.data(), yp);
   }
+  run_dense_kinds(run, s, x.data(), yp, f32_seconds, cases);
   run.refs.measure(run.info, "after " + shape);
   for (CaseResult& r : cases) {
     add_ratios(r, run.refs, f32_seconds);
@@ -205,11 +277,14 @@ void run_shape(Run& run, const Shape& s) {
 int run_kernel_bench(int argc, char** argv, int first) {
   Args args(
       "bench kernels",
-      "Speed of the W4A8 matmul kernel (int4 weights x per-row int8 activations -> f32) on cold\n"
-      "weights: per case GFLOP/s (2MNK/t), packed-weight GB/s and, measured in the same run,\n"
+      "Speed of the matmul kernels on cold weights, per kind (--kind): w4a8 (int4 weights x\n"
+      "per-row int8 activations -> f32), w4a16 (the same int4 weights x f32 activations),\n"
+      "dense-bf16 and dense-f32 (unquantized weights x f32).\n"
+      "Per case GFLOP/s (2MNK/t), packed-weight GB/s and, measured in the same run,\n"
       "bw_ratio = weight GB/s / read bandwidth (M <= 4), peak_ratio = GFLOP/s / int8 dot peak\n"
-      "(M >= 64), the speedup over OpenBLAS sgemv/sgemm on the same weights in f32, and for M = 1\n"
-      "the share of the per-call fixed cost (activation quantization + dispatch, one thread).\n"
+      "(w4a8, M >= 64) or f32 FMA peak (w4a16, M >= 64), the speedup over OpenBLAS sgemv/sgemm on\n"
+      "the same weights in f32, and for w4a8 and w4a16 at M = 1 the share of the per-call fixed\n"
+      "cost (activation quantization or check + dispatch).\n"
       "Times are medians. Progress goes to stderr. DQ4_THREADS sets the thread pool's size.");
   declare_kernel_bench_options(args);
   if (!args.parse(argc, argv, first)) return 0;
@@ -217,8 +292,15 @@ int run_kernel_bench(int argc, char** argv, int first) {
   const auto start = Clock::now();
 
   std::FILE* info = grid.json ? stderr : stdout;
-  std::fprintf(info, "dq4 bench kernels%s: kernel %s, threads %s (pool %d), cpu: %s\n",
-               grid.quick ? " --quick" : "", std::string(w4a8::kernel_name(*grid.kernel)).c_str(),
+  std::string kinds;
+  for (const std::string& kind : grid.kinds) kinds += (kinds.empty() ? "" : ",") + kind;
+  std::fprintf(info,
+               "dq4 bench kernels%s: kinds %s, w4a8 kernel %s, w4a16 kernel %s, dense kernel %s, "
+               "threads %s (pool %d), cpu: %s\n",
+               grid.quick ? " --quick" : "", kinds.c_str(),
+               std::string(w4a8::kernel_name(*grid.kernel)).c_str(),
+               std::string(w4a16::kernel_name(*grid.w4a16_kernel)).c_str(),
+               std::string(dense::kernel_name(*grid.dense_kernel)).c_str(),
                join(grid.threads).c_str(), ThreadPool::global().size(),
                cpu_features().to_string().c_str());
   if (grid.baseline) std::fprintf(info, "f32 baseline: %s\n", f32_library().c_str());

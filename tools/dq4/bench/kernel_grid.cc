@@ -31,6 +31,12 @@ std::string value_or(const Args& args, const std::string& name, const char* fall
   return v.empty() ? fallback : v;
 }
 
+std::string kind_names() {
+  std::string out;
+  for (const char* kind : kKernelKinds) out += std::string(out.empty() ? "" : ",") + kind;
+  return out;
+}
+
 }  // namespace
 
 void declare_kernel_bench_options(Args& args) {
@@ -41,6 +47,7 @@ void declare_kernel_bench_options(Args& args) {
       .append(", min-time ")
       .append(kQuickMinTime);
   args.option("quick", "", quick)
+      .option("kind", "LIST", "kernel kinds to measure (default: all of " + kind_names() + ")")
       .option("json", "",
               "print one JSON array (an object per case) on stdout instead of the table")
       .option("shapes", "NxK,...",
@@ -51,7 +58,8 @@ void declare_kernel_bench_options(Args& args) {
       .option("threads", "LIST",
               "thread counts, each at most the pool size set by DQ4_THREADS (default: 1,2)")
       .option("isa", "NAME",
-              "kernel to measure: reference, avx2, avx_vnni, avx512_vnni, ... (default: the one "
+              "kernel to measure, in DQ4_ISA's form: reference, avx2, avx512_vnni, avx512_bf16, "
+              "dense:avx512_bf16, ... (a kind lacking the name keeps its own; default: the one "
               "dq4 chooses)")
       .option("min-time", "SECONDS",
               std::string("time spent per case and operand, at least 3 calls (default: ") +
@@ -80,8 +88,29 @@ std::vector<Shape> parse_shapes(const std::string& text) {
   return out;
 }
 
+bool KernelGrid::has_kind(const std::string& kind) const {
+  return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+}
+
+int64_t KernelGrid::cases() const {
+  int64_t per_shape = 0;
+  for (const std::string& kind : kinds)
+    per_shape +=
+        static_cast<int64_t>(ms.size() * threads.size() *
+                             (kind == "w4a8" || kind == "w4a16" ? groups.size() : size_t{1}));
+  return static_cast<int64_t>(shapes.size()) * per_shape;
+}
+
 KernelGrid kernel_grid(const Args& args) {
   KernelGrid grid;
+  const std::vector<std::string> kinds =
+      args.value("kind").empty() ? std::vector<std::string>{} : split_commas(args.value("kind"));
+  for (const char* kind : kKernelKinds)
+    if (kinds.empty() || std::find(kinds.begin(), kinds.end(), kind) != kinds.end())
+      grid.kinds.push_back(kind);
+  for (const std::string& kind : kinds)
+    if (!grid.has_kind(kind))
+      throw Error("option --kind: unknown kind '" + kind + "' (kinds: " + kind_names() + ")");
   grid.quick = args.flag("quick");
   grid.json = args.flag("json");
   grid.baseline = !args.flag("no-baseline");
@@ -130,12 +159,16 @@ KernelGrid kernel_grid(const Args& args) {
 
   if (args.value("isa").empty()) {
     grid.kernel = &w4a8::default_kernel();
+    grid.dense_kernel = &dense::default_kernel();
+    grid.w4a16_kernel = &w4a16::default_kernel();
   } else {
-    grid.kernel = w4a8::find_kernel(args.value("isa"));
-    if (grid.kernel == nullptr)
-      throw Error("option --isa: no kernel named '" + args.value("isa") + "' in this build");
-    std::string why;
-    if (!w4a8::kernel_supported(*grid.kernel, &why)) throw Error("option --isa: " + why);
+    try {
+      grid.kernel = &w4a8::select_kernel(args.value("isa"));
+      grid.dense_kernel = &dense::select_kernel(args.value("isa"));
+      grid.w4a16_kernel = &w4a16::select_kernel(args.value("isa"));
+    } catch (const Error& e) {
+      throw Error(std::string("option --isa: ") + e.what());
+    }
   }
   return grid;
 }

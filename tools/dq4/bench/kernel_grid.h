@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "args.h"
+#include "dq4/dense.h"
+#include "dq4/w4a16.h"
 #include "dq4/w4a8.h"
 
 namespace dq4::cli::bench {
@@ -14,21 +16,31 @@ struct Shape {
   int64_t n = 0, k = 0;  // output channels x input features
 };
 
+// The kinds of kernel `dq4 bench kernels` measures (--kind); a family adds its own here.
+inline constexpr const char* kKernelKinds[] = {
+    "w4a8",        // int4 weights x per-row int8 activations, over the group sizes
+    "w4a16",       // the same int4 weights x f32 activations (weight-only), over the group sizes
+    "dense-bf16",  // unquantized BF16 weights (e.g. lm_head) x f32 activations
+    "dense-f32",   // unquantized F32 weights x f32 activations
+};
+
 struct KernelGrid {
+  std::vector<std::string> kinds;  // a subset of kKernelKinds, in that order
   std::vector<Shape> shapes;
   std::vector<int64_t> ms;
   std::vector<int64_t> groups;  // 0: channelwise
   std::vector<int> threads;
   const w4a8::Kernel* kernel = nullptr;
+  const dense::Kernel* dense_kernel = nullptr;
+  const w4a16::Kernel* w4a16_kernel = nullptr;
   double min_time_s = 0;  // timed per case and operand (kernel, f32 baseline)
   bool quick = false;
   bool json = false;
   bool baseline = true;
   int64_t cold_mib = 0;  // bytes the copies of a cold operand fill; 0: 4x the last-level cache
 
-  int64_t cases() const {
-    return static_cast<int64_t>(shapes.size() * ms.size() * groups.size() * threads.size());
-  }
+  bool has_kind(const std::string& kind) const;
+  int64_t cases() const;
 };
 
 void declare_kernel_bench_options(Args& args);

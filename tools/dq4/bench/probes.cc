@@ -243,6 +243,69 @@ __attribute__((target("avx2"))) uint64_t loop_avx2_maddubs(int64_t iterations, i
                        _mm256_xor_si256(_mm256_xor_si256(c4, c5), _mm256_xor_si256(c6, c7)));
   return fold_ymm(sum);
 }
+
+// c = a * b + c on independent accumulators; a = b = 2^-10 keeps every value normal and finite
+// for far more iterations than a probe runs.
+constexpr int kFmaAccumulators = 16;
+constexpr int kFmaYmmAccumulators = 12;
+
+__attribute__((target("avx512f"))) uint64_t loop_fma_zmm(int64_t iterations, int seed) {
+  const __m512 a = _mm512_set1_ps(0x1p-10f), b = _mm512_set1_ps(0x1p-10f * (1 + seed % 2));
+  __m512 c0 = _mm512_set1_ps(0), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+  __m512 c8 = c0, c9 = c0, c10 = c0, c11 = c0, c12 = c0, c13 = c0, c14 = c0, c15 = c0;
+  for (int64_t i = 0; i < iterations; ++i) {
+    __asm__ volatile(
+        "vfmadd231ps %[b], %[a], %[c0]\n\tvfmadd231ps %[b], %[a], %[c1]\n\t"
+        "vfmadd231ps %[b], %[a], %[c2]\n\tvfmadd231ps %[b], %[a], %[c3]\n\t"
+        "vfmadd231ps %[b], %[a], %[c4]\n\tvfmadd231ps %[b], %[a], %[c5]\n\t"
+        "vfmadd231ps %[b], %[a], %[c6]\n\tvfmadd231ps %[b], %[a], %[c7]"
+        : [c0] "+v"(c0), [c1] "+v"(c1), [c2] "+v"(c2), [c3] "+v"(c3), [c4] "+v"(c4), [c5] "+v"(c5),
+          [c6] "+v"(c6), [c7] "+v"(c7)
+        : [a] "v"(a), [b] "v"(b));
+    __asm__ volatile(
+        "vfmadd231ps %[b], %[a], %[c0]\n\tvfmadd231ps %[b], %[a], %[c1]\n\t"
+        "vfmadd231ps %[b], %[a], %[c2]\n\tvfmadd231ps %[b], %[a], %[c3]\n\t"
+        "vfmadd231ps %[b], %[a], %[c4]\n\tvfmadd231ps %[b], %[a], %[c5]\n\t"
+        "vfmadd231ps %[b], %[a], %[c6]\n\tvfmadd231ps %[b], %[a], %[c7]"
+        : [c0] "+v"(c8), [c1] "+v"(c9), [c2] "+v"(c10), [c3] "+v"(c11), [c4] "+v"(c12),
+          [c5] "+v"(c13), [c6] "+v"(c14), [c7] "+v"(c15)
+        : [a] "v"(a), [b] "v"(b));
+  }
+  const __m512 sum =
+      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
+                                  _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7))),
+                    _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)),
+                                  _mm512_add_ps(_mm512_add_ps(c12, c13), _mm512_add_ps(c14, c15))));
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_castps_si512(sum));
+  return fold(lanes, 8);
+}
+
+// The VEX encoding reaches ymm0-15 only, hence the "x" constraints.
+__attribute__((target("avx2,fma"))) uint64_t loop_fma_ymm(int64_t iterations, int seed) {
+  const __m256 a = _mm256_set1_ps(0x1p-10f), b = _mm256_set1_ps(0x1p-10f * (1 + seed % 2));
+  __m256 c0 = _mm256_set1_ps(0), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+  __m256 c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+  for (int64_t i = 0; i < iterations; ++i) {
+    __asm__ volatile(
+        "vfmadd231ps %[b], %[a], %[c0]\n\tvfmadd231ps %[b], %[a], %[c1]\n\t"
+        "vfmadd231ps %[b], %[a], %[c2]\n\tvfmadd231ps %[b], %[a], %[c3]\n\t"
+        "vfmadd231ps %[b], %[a], %[c4]\n\tvfmadd231ps %[b], %[a], %[c5]"
+        : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4), [c5] "+x"(c5)
+        : [a] "x"(a), [b] "x"(b));
+    __asm__ volatile(
+        "vfmadd231ps %[b], %[a], %[c0]\n\tvfmadd231ps %[b], %[a], %[c1]\n\t"
+        "vfmadd231ps %[b], %[a], %[c2]\n\tvfmadd231ps %[b], %[a], %[c3]\n\t"
+        "vfmadd231ps %[b], %[a], %[c4]\n\tvfmadd231ps %[b], %[a], %[c5]"
+        : [c0] "+x"(c6), [c1] "+x"(c7), [c2] "+x"(c8), [c3] "+x"(c9), [c4] "+x"(c10), [c5] "+x"(c11)
+        : [a] "x"(a), [b] "x"(b));
+  }
+  const __m256 sum =
+      _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)),
+                                  _mm256_add_ps(_mm256_add_ps(c4, c5), _mm256_add_ps(c6, c7))),
+                    _mm256_add_ps(_mm256_add_ps(c8, c9), _mm256_add_ps(c10, c11)));
+  return fold_ymm(_mm256_castps_si256(sum));
+}
 #endif
 
 struct PeakLoop {
@@ -279,6 +342,31 @@ bool cpu_has(DotPeak peak) {
   }
 }
 
+PeakLoop fma_loop(FmaPeak peak) {
+  switch (peak) {
+#if defined(__x86_64__)
+    case FmaPeak::avx512:
+      return {loop_fma_zmm, 2.0 * 16 * kFmaAccumulators};
+    case FmaPeak::avx2:
+      return {loop_fma_ymm, 2.0 * 8 * kFmaYmmAccumulators};
+#endif
+    default:
+      return {nullptr, 0};
+  }
+}
+
+bool cpu_has(FmaPeak peak) {
+  const CpuFeatures& f = cpu_features();
+  switch (peak) {
+    case FmaPeak::avx512:
+      return f.avx512f;
+    case FmaPeak::avx2:
+      return f.avx2 && f.fma;
+    default:
+      return false;
+  }
+}
+
 // Runs `loop` on `threads` threads at once; returns the seconds the slowest one took.
 double timed_peak_run(const PeakLoop& loop, int threads, int64_t iterations) {
   const auto start = Clock::now();
@@ -286,6 +374,28 @@ double timed_peak_run(const PeakLoop& loop, int threads, int64_t iterations) {
       threads, [&](int64_t t) { g_sink = loop.loop(iterations, static_cast<int>(t) + 3); },
       threads);
   return seconds_since(start);
+}
+
+// `runs` rates of `loop` (sized to about 20 ms on one thread) per thread count.
+std::vector<DotPeakRate> peak_rates(const PeakLoop& loop, const std::vector<int>& threads,
+                                    int runs) {
+  if (loop.loop == nullptr) return {};
+  // Size the loop to take about 20 ms on one thread.
+  int64_t iterations = int64_t{1} << 14;
+  for (double s = timed_peak_run(loop, 1, iterations); s < 0.02;
+       s = timed_peak_run(loop, 1, iterations))
+    iterations *= s < 0.002 ? 8 : 2;
+  std::vector<std::vector<double>> samples(threads.size());
+  for (int run = 0; run < runs; ++run) {
+    for (size_t i = 0; i < threads.size(); ++i) {
+      const double s = timed_peak_run(loop, threads[i], iterations);
+      samples[i].push_back(loop.ops_per_iteration * static_cast<double>(iterations) * threads[i] /
+                           s * 1e-9);
+    }
+  }
+  std::vector<DotPeakRate> out;
+  for (size_t i = 0; i < threads.size(); ++i) out.push_back({threads[i], summarize(samples[i])});
+  return out;
 }
 
 }  // namespace
@@ -378,24 +488,34 @@ const char* dot_peak_name(DotPeak peak) {
 }
 
 std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads, int runs) {
-  const PeakLoop loop = peak_loop(peak);
-  if (loop.loop == nullptr || !cpu_has(peak)) return {};
-  // Size the loop to take about 20 ms on one thread.
-  int64_t iterations = int64_t{1} << 14;
-  for (double s = timed_peak_run(loop, 1, iterations); s < 0.02;
-       s = timed_peak_run(loop, 1, iterations))
-    iterations *= s < 0.002 ? 8 : 2;
-  std::vector<std::vector<double>> samples(threads.size());
-  for (int run = 0; run < runs; ++run) {
-    for (size_t i = 0; i < threads.size(); ++i) {
-      const double s = timed_peak_run(loop, threads[i], iterations);
-      samples[i].push_back(loop.ops_per_iteration * static_cast<double>(iterations) * threads[i] /
-                           s * 1e-9);
-    }
+  if (!cpu_has(peak)) return {};
+  return peak_rates(peak_loop(peak), threads, runs);
+}
+
+FmaPeak fma_peak_for(std::string_view kernel_name) {
+  FmaPeak wanted = FmaPeak::none;
+  if (kernel_name == "avx512f") wanted = FmaPeak::avx512;
+  if (kernel_name == "avx2") wanted = FmaPeak::avx2;
+  if (wanted != FmaPeak::none) return cpu_has(wanted) ? wanted : FmaPeak::none;
+  for (FmaPeak best : {FmaPeak::avx512, FmaPeak::avx2})
+    if (cpu_has(best) && fma_loop(best).loop != nullptr) return best;
+  return FmaPeak::none;
+}
+
+const char* fma_peak_name(FmaPeak peak) {
+  switch (peak) {
+    case FmaPeak::avx512:
+      return "VFMADD231PS zmm";
+    case FmaPeak::avx2:
+      return "VFMADD231PS ymm";
+    default:
+      return "none";
   }
-  std::vector<DotPeakRate> out;
-  for (size_t i = 0; i < threads.size(); ++i) out.push_back({threads[i], summarize(samples[i])});
-  return out;
+}
+
+std::vector<DotPeakRate> fma_peak(FmaPeak peak, const std::vector<int>& threads, int runs) {
+  if (!cpu_has(peak)) return {};
+  return peak_rates(fma_loop(peak), threads, runs);
 }
 
 }  // namespace dq4::cli::bench

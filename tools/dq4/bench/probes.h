@@ -1,7 +1,7 @@
 #pragma once
 // Machine reference numbers that `dq4 bench kernels` compares the kernels with, measured in the
 // same run: the size of the last-level cache, the DRAM read bandwidth (a read-only streaming
-// probe) and the int8 dot-product peak of the instruction a kernel is built on.
+// probe) and the compute peak of the instruction a kernel is built on (int8 dot or f32 FMA).
 
 #include <cstddef>
 #include <cstdint>
@@ -65,10 +65,24 @@ const char* dot_peak_name(DotPeak peak);
 
 struct DotPeakRate {
   int threads = 0;
-  Summary gops;  // G int-ops per second (2 per int8 multiply-add), all threads together
+  Summary gops;  // G ops per second (2 per multiply-add), all threads together
 };
 
 // Each thread runs a loop of independent accumulators of `peak` held in registers.
 std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads, int runs);
+
+// The f32 FMA instruction sequences a kernel can be bounded by (W4A16, dense f32).
+enum class FmaPeak {
+  none,
+  avx512,  // VFMADD231PS zmm: 16 lanes
+  avx2,    // VFMADD231PS ymm: 8 lanes
+};
+
+// The peak that bounds kernel `kernel_name` ("avx512f", "avx2"; for others, the widest FMA
+// this CPU has).
+FmaPeak fma_peak_for(std::string_view kernel_name);
+const char* fma_peak_name(FmaPeak peak);
+// GFLOP/s (2 per lane of an FMA), like dot_peak.
+std::vector<DotPeakRate> fma_peak(FmaPeak peak, const std::vector<int>& threads, int runs);
 
 }  // namespace dq4::cli::bench

@@ -66,18 +66,22 @@ std::string load_average() {
   return a + " " + b + " " + c;
 }
 
-MachineReferences::MachineReferences(size_t probe_bytes, std::string_view kernel_name,
+MachineReferences::MachineReferences(size_t probe_bytes, DotPeak dot_peak, FmaPeak fma_peak,
                                      std::vector<int> threads)
-    : read_probe_(probe_bytes), peak_(dot_peak_for(kernel_name)), threads_(std::move(threads)) {}
+    : read_probe_(probe_bytes),
+      peak_(dot_peak),
+      fma_peak_(fma_peak),
+      threads_(std::move(threads)) {}
 
 void MachineReferences::reset() {
   read_gbps_.clear();
   peak_gops_.clear();
+  fma_gflops_.clear();
 }
 
 void MachineReferences::measure(std::FILE* out, const std::string& when) {
-  std::fprintf(stderr, "probing read bandwidth and int8 peak...\n");
-  std::map<int, double> read, peak;
+  std::fprintf(stderr, "probing read bandwidth and compute peaks...\n");
+  std::map<int, double> read, peak, fma;
   std::string spread;
   for (const Bandwidth& bw : read_probe_.measure(threads_, kBandwidthPasses)) {
     read[bw.threads] = bw.gbps.median;
@@ -88,12 +92,21 @@ void MachineReferences::measure(std::FILE* out, const std::string& when) {
   }
   for (const DotPeakRate& rate : dot_peak(peak_, threads_, kPeakRuns))
     peak[rate.threads] = rate.gops.median;
-  std::fprintf(out, "# %s (load %s): read GB/s %s (range %s); int8 peak G int-op/s %s\n",
-               when.c_str(), load_average().c_str(), per_thread(read, "%.1f").c_str(),
-               spread.c_str(), peak.empty() ? "- (no probe)" : per_thread(peak, "%.0f").c_str());
+  for (const DotPeakRate& rate : fma_peak(fma_peak_, threads_, kPeakRuns))
+    fma[rate.threads] = rate.gops.median;
+  std::fprintf(out, "# %s (load %s): read GB/s %s (range %s)", when.c_str(), load_average().c_str(),
+               per_thread(read, "%.1f").c_str(), spread.c_str());
+  if (peak_ != DotPeak::none)
+    std::fprintf(out, "; int8 peak G int-op/s %s",
+                 peak.empty() ? "- (no probe)" : per_thread(peak, "%.0f").c_str());
+  if (fma_peak_ != FmaPeak::none)
+    std::fprintf(out, "; f32 FMA peak GFLOP/s %s",
+                 fma.empty() ? "- (no probe)" : per_thread(fma, "%.0f").c_str());
+  std::fprintf(out, "\n");
   std::fflush(out);
   for (const auto& [threads, v] : read) read_gbps_[threads] = std::max(read_gbps_[threads], v);
   for (const auto& [threads, v] : peak) peak_gops_[threads] = std::max(peak_gops_[threads], v);
+  for (const auto& [threads, v] : fma) fma_gflops_[threads] = std::max(fma_gflops_[threads], v);
 }
 
 double MachineReferences::peak_gops(int threads) const {
@@ -101,11 +114,22 @@ double MachineReferences::peak_gops(int threads) const {
   return it == peak_gops_.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
 }
 
+double MachineReferences::fma_gflops(int threads) const {
+  const auto it = fma_gflops_.find(threads);
+  return it == fma_gflops_.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
+}
+
 std::string MachineReferences::method() const {
-  return "references (before and after each shape, the larger median): read bandwidth " +
-         std::to_string(kBandwidthPasses) + " passes over " +
-         std::to_string(read_probe_.bytes() / kMiB) + " MiB per thread count; int8 peak " +
-         dot_peak_name(peak_) + ", " + std::to_string(kPeakRuns) + " runs";
+  std::string out = "references (before and after each shape, the larger median): read bandwidth " +
+                    std::to_string(kBandwidthPasses) + " passes over " +
+                    std::to_string(read_probe_.bytes() / kMiB) + " MiB per thread count";
+  if (peak_ != DotPeak::none)
+    out += std::string("; int8 peak ") + dot_peak_name(peak_) + ", " + std::to_string(kPeakRuns) +
+           " runs";
+  if (fma_peak_ != FmaPeak::none)
+    out += std::string("; f32 FMA peak ") + fma_peak_name(fma_peak_) + ", " +
+           std::to_string(kPeakRuns) + " runs";
+  return out;
 }
 
 }  // namespace dq4::cli::bench

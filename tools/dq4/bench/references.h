@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bench/probes.h"
@@ -26,26 +27,34 @@ std::string load_average();
 
 class MachineReferences {
  public:
-  // A read-bandwidth probe over `probe_bytes` and the int8 peak of `kernel_name`'s instruction.
-  MachineReferences(size_t probe_bytes, std::string_view kernel_name, std::vector<int> threads);
+  // A read-bandwidth probe over `probe_bytes` and the compute peaks the measured kernels are
+  // built on (DotPeak::none / FmaPeak::none: not measured).
+  MachineReferences(size_t probe_bytes, DotPeak dot_peak, FmaPeak fma_peak,
+                    std::vector<int> threads);
+  // The int8 peak of `kernel_name`'s instruction only.
+  MachineReferences(size_t probe_bytes, std::string_view kernel_name, std::vector<int> threads)
+      : MachineReferences(probe_bytes, dot_peak_for(kernel_name), FmaPeak::none,
+                          std::move(threads)) {}
 
   // Forgets the measurements so far.
   void reset();
-  // Measures both, keeping per thread count the larger median since reset(), and prints one line
+  // Measures all, keeping per thread count the larger median since reset(), and prints one line
   // naming `when` to `out`.
   void measure(std::FILE* out, const std::string& when);
 
-  // Largest medians since reset() for `threads`; the peak is NaN when there is no probe.
+  // Largest medians since reset() for `threads`; a peak is NaN when there is no probe.
   double read_gbps(int threads) const { return read_gbps_.at(threads); }
-  double peak_gops(int threads) const;
+  double peak_gops(int threads) const;  // int8 G int-op/s
+  double fma_gflops(int threads) const;
   // One line on how the references are measured.
   std::string method() const;
 
  private:
   ReadBandwidthProbe read_probe_;
   DotPeak peak_;
+  FmaPeak fma_peak_;
   std::vector<int> threads_;
-  std::map<int, double> read_gbps_, peak_gops_;
+  std::map<int, double> read_gbps_, peak_gops_, fma_gflops_;
 };
 
 }  // namespace dq4::cli::bench

@@ -15,20 +15,23 @@ namespace dq4::cli::bench {
 inline constexpr double kNotApplicable = std::numeric_limits<double>::quiet_NaN();
 
 struct CaseResult {
+  std::string kind = "w4a8";  // one of kKernelKinds (kernel_grid.h)
   std::string isa;
   int64_t n = 0, k = 0, m = 0, group = 0;  // group 0: channelwise
+  bool grouped = true;                     // false: the kind has no groups (printed "-", null)
   int threads = 0;
-  Summary seconds;                         // per call
-  int64_t weight_bytes = 0;                // packed weights read per call
-  int64_t cold_copies = 0;                 // copies of the packed weights cycled through
-  double gflops = 0;                       // 2 m n k / median time
-  double weight_gbps = 0;                  // weight_bytes / median time
-  double read_bw_gbps = 0;                 // median of the read-bandwidth probe at `threads`
-  double int8_peak_gops = kNotApplicable;  // median of the int8 peak probe at `threads`
-  double bw_ratio = kNotApplicable;        // weight_gbps / read_bw_gbps, for m <= 4
-  double peak_ratio = kNotApplicable;      // gflops / int8_peak_gops, for m >= 64
-  double f32_seconds = kNotApplicable;     // median OpenBLAS time on the same weights in f32
-  double speedup_vs_f32 = kNotApplicable;  // f32_seconds / median time
+  Summary seconds;                          // per call
+  int64_t weight_bytes = 0;                 // packed weights read per call
+  int64_t cold_copies = 0;                  // copies of the packed weights cycled through
+  double gflops = 0;                        // 2 m n k / median time
+  double weight_gbps = 0;                   // weight_bytes / median time
+  double read_bw_gbps = 0;                  // median of the read-bandwidth probe at `threads`
+  double int8_peak_gops = kNotApplicable;   // median of the int8 peak probe at `threads` (w4a8)
+  double fma_peak_gflops = kNotApplicable;  // median of the f32 FMA peak probe (w4a16)
+  double bw_ratio = kNotApplicable;         // weight_gbps / read_bw_gbps, for m <= 4
+  double peak_ratio = kNotApplicable;       // gflops / the kind's peak, for m >= 64
+  double f32_seconds = kNotApplicable;      // median OpenBLAS time on the same weights in f32
+  double speedup_vs_f32 = kNotApplicable;   // f32_seconds / median time
   // Per-call cost that does not grow with the weights (activation quantization + dispatch,
   // measured on one thread) and its share of the call, for m = 1.
   double fixed_seconds = kNotApplicable;

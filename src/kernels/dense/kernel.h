@@ -1,0 +1,50 @@
+#pragma once
+// The descriptor every dense variant fills in (one per ISA file). Kernels never allocate or start
+// threads: matmul() splits the work into row ranges x panel ranges and calls `run` on each.
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+
+#include "dq4/cpu_features.h"
+#include "layout.h"
+
+namespace dq4::dense {
+
+// The activations as the kernels read them.
+struct Lhs {
+  const float* x = nullptr;  // [m, ldx]
+  int64_t ldx = 0;
+  uint32_t* pairs = nullptr;  // [m, ld_pairs] bf16 pairs of x (only kernels with needs_pairs)
+  int64_t ld_pairs = 0;       // = ceil(k / 2)
+};
+
+struct Kernel {
+  const char* name;
+  const char* needs;  // the CPU features it needs, for error messages
+  int64_t nr;         // panel width of its packed layout
+  bool exact;         // computes the exact math of dense.h (else: chosen only by name)
+  bool needs_pairs;   // prepare() fills Lhs::pairs
+  bool (*supported)(const CpuFeatures&);
+  // Checks rows [m0, m1) of the activations (and converts them if needs_pairs). Returns the
+  // index of the first row holding a non-finite value, or -1.
+  int64_t (*prepare)(const Layout& layout, int64_t m0, int64_t m1, const Lhs& lhs);
+  // y[m0..m1) x [columns of panels p0..p1) = clamp(x . w^T + bias).
+  void (*run)(const Layout& layout, const uint8_t* packed, const Lhs& lhs, int64_t m0, int64_t m1,
+              int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi);
+};
+
+// The first row of [m0, m1) holding a NaN or an infinity, or -1. Branch-free per row, so that
+// each ISA's translation unit vectorizes it with its own instructions.
+DQ4_DENSE_INLINE int64_t first_non_finite_row(const Layout& l, int64_t m0, int64_t m1,
+                                              const Lhs& lhs) {
+  for (int64_t m = m0; m < m1; ++m) {
+    const float* row = lhs.x + m * lhs.ldx;
+    bool finite = true;
+    for (int64_t k = 0; k < l.k; ++k) finite &= std::fabs(row[k]) <= FLT_MAX;
+    if (!finite) return m;
+  }
+  return -1;
+}
+
+}  // namespace dq4::dense

@@ -1,0 +1,203 @@
+#pragma once
+// The tiling every SIMD dense variant shares, written once over a vector type V and an
+// accumulation policy P; each ISA translation unit instantiates it with its own target flags
+// (everything here has internal linkage, so one ISA's copy can never be linked into another's).
+//
+// V provides: Reg, kLanes, kBytes (= 4 kLanes), zero(), set1(float), load(const float*),
+//   store(float*, Reg), load_n / store_n (first n lanes), fma(a, b, c) = a*b + c rounded once,
+//   add, clamp(y, lo, hi) = min(max(y, lo), hi) in the reference's (y > lo ? y : lo) sense,
+//   raw(const uint8_t*) (an aligned load of kLanes dwords), bf16_even(raw) (low halves widened),
+//   bf16_odd(raw) (high halves widened), prefetch(const uint8_t*), and the tile shapes
+//   kDecodeRows x kDecodeVectors (the whole panel: kDecodeVectors = nr / kLanes) and
+//   kPrefillRows x kPrefillVectors.
+// P provides accumulate<MR, NV, kStream>(lhs, m, w, step_bytes, panel_bytes, k0, k1, acc):
+//   acc[r][j] += rows m + r of x times the columns of vector j (vector_at), over k0..k1 (k0 a
+//   multiple of 2).
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernel.h"
+
+namespace dq4::dense {
+namespace {
+
+// Decode streams each weight byte from DRAM once: prefetching this far ahead keeps enough lines
+// in flight for one core to approach the memory bandwidth.
+constexpr int64_t kPrefetchBytes = 4096;
+// Prefill works on blocks of K whose weight slice (a panel's columns) stays in L1 while every
+// row tile of the block reads it; partial sums wait in y between blocks (f32, so exact).
+constexpr int64_t kBlockBytes = 32 * 1024;
+
+// Vector j of a tile at w: vectors run across a panel's columns and on into the next panel's
+// (decode of one row keeps two panels in flight: twice the independent FMA chains).
+template <class V>
+DQ4_DENSE_INLINE const uint8_t* vector_at(const uint8_t* w, int64_t panel_bytes, int j) {
+  return w + j / V::kDecodeVectors * panel_bytes + V::kBytes * (j % V::kDecodeVectors);
+}
+
+template <class V, int NV>
+DQ4_DENSE_INLINE void prefetch_step(const uint8_t* w, int64_t panel_bytes) {
+  constexpr int kPanelStep = V::kDecodeVectors * V::kBytes;  // a whole panel's step
+#pragma GCC unroll 8
+  for (int off = 0; off < NV * V::kBytes; off += 64)
+    V::prefetch(w + off / kPanelStep * panel_bytes + kPrefetchBytes + off % kPanelStep);
+}
+
+// The exact math with bf16 weights: per step, k (low halves) then k + 1 (high halves).
+template <class V>
+struct ExactBf16 {
+  template <int MR, int NV, bool kStream>
+  static DQ4_DENSE_INLINE void accumulate(const Lhs& lhs, int64_t m, const uint8_t* w,
+                                          int64_t step_bytes, int64_t panel_bytes, int64_t k0,
+                                          int64_t k1, typename V::Reg (&acc)[MR][NV]) {
+    const float* x[MR];
+    for (int r = 0; r < MR; ++r) x[r] = lhs.x + (m + r) * lhs.ldx;
+    int64_t k = k0;
+    for (; k + 2 <= k1; k += 2, w += step_bytes) {
+      if constexpr (kStream) prefetch_step<V, NV>(w, panel_bytes);
+      typename V::Reg a[MR], b[MR];
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        a[r] = V::set1(x[r][k]);
+        b[r] = V::set1(x[r][k + 1]);
+      }
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) {
+        const typename V::Reg raw = V::raw(vector_at<V>(w, panel_bytes, j));
+        const typename V::Reg even = V::bf16_even(raw), odd = V::bf16_odd(raw);
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) {
+          acc[r][j] = V::fma(even, a[r], acc[r][j]);
+          acc[r][j] = V::fma(odd, b[r], acc[r][j]);
+        }
+      }
+    }
+    if (k < k1) {  // K odd: the last step's k only
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) {
+        const typename V::Reg even = V::bf16_even(V::raw(vector_at<V>(w, panel_bytes, j)));
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) acc[r][j] = V::fma(even, V::set1(x[r][k]), acc[r][j]);
+      }
+    }
+  }
+};
+
+// The exact math with f32 weights: one k per step.
+template <class V>
+struct ExactF32 {
+  template <int MR, int NV, bool kStream>
+  static DQ4_DENSE_INLINE void accumulate(const Lhs& lhs, int64_t m, const uint8_t* w,
+                                          int64_t step_bytes, int64_t panel_bytes, int64_t k0,
+                                          int64_t k1, typename V::Reg (&acc)[MR][NV]) {
+    const float* x[MR];
+    for (int r = 0; r < MR; ++r) x[r] = lhs.x + (m + r) * lhs.ldx;
+    for (int64_t k = k0; k < k1; ++k, w += step_bytes) {
+      if constexpr (kStream) prefetch_step<V, NV>(w, panel_bytes);
+      typename V::Reg a[MR];
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) a[r] = V::set1(x[r][k]);
+#pragma GCC unroll 8
+      for (int j = 0; j < NV; ++j) {
+        const typename V::Reg v = V::raw(vector_at<V>(w, panel_bytes, j));
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) acc[r][j] = V::fma(v, a[r], acc[r][j]);
+      }
+    }
+  }
+};
+
+// Rows m..m+MR-1 x columns c0 .. c0 + NV kLanes from the panel at `panel` (first column n0; NV
+// may span the next panel too), over k0..k1: starts from 0 (k0 = 0) or the partial sums in y,
+// ends with bias and clamp (k1 = K).
+template <class V, class P, int MR, int NV, bool kStream>
+void tile(const Layout& l, const uint8_t* panel, int64_t c0, const Lhs& lhs, int64_t m, float* y,
+          int64_t ldy, int64_t n0, int64_t k0, int64_t k1, float lo, float hi) {
+  using Reg = typename V::Reg;
+  constexpr int L = V::kLanes;
+  const int64_t valid = l.n - n0 - c0;  // columns of the tile that exist (may exceed NV L)
+  Reg acc[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    const float* row = y + (m + r) * ldy + n0 + c0;
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) {
+      if (k0 == 0 || valid <= L * j)
+        acc[r][j] = V::zero();
+      else if (valid >= L * (j + 1))
+        acc[r][j] = V::load(row + L * j);
+      else
+        acc[r][j] = V::load_n(row + L * j, static_cast<int>(valid - L * j));
+    }
+  }
+  P::template accumulate<MR, NV, kStream>(lhs, m, panel + c0 * 4 + k0 / l.step_k() * l.step_bytes,
+                                          l.step_bytes, l.panel_bytes, k0, k1, acc);
+  const bool last = k1 == l.k;
+  const Reg vlo = V::set1(lo), vhi = V::set1(hi);
+  for (int r = 0; r < MR; ++r) {
+    float* row = y + (m + r) * ldy + n0 + c0;
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j) {
+      if (valid <= L * j) break;
+      const float* bias = panel_bias(vector_at<V>(panel, l.panel_bytes, j), l) + c0;
+      const Reg out = last ? V::clamp(V::add(acc[r][j], V::load(bias)), vlo, vhi) : acc[r][j];
+      if (valid >= L * (j + 1))
+        V::store(row + L * j, out);
+      else
+        V::store_n(row + L * j, out, static_cast<int>(valid - L * j));
+    }
+  }
+}
+
+// tile<rows, NV> over the columns of one panel, for a run-time rows in 1..Rows.
+template <class V, class P, int Rows, int NV, bool kStream>
+void tile_rows(const Layout& l, const uint8_t* panel, const Lhs& lhs, int64_t m, int64_t rows,
+               float* y, int64_t ldy, int64_t n0, int64_t k0, int64_t k1, float lo, float hi) {
+  if constexpr (Rows > 0) {
+    if (rows != Rows)
+      return tile_rows<V, P, Rows - 1, NV, kStream>(l, panel, lhs, m, rows, y, ldy, n0, k0, k1, lo,
+                                                    hi);
+    for (int64_t c0 = 0; c0 < l.nr && n0 + c0 < l.n; c0 += NV * V::kLanes)
+      tile<V, P, Rows, NV, kStream>(l, panel, c0, lhs, m, y, ldy, n0, k0, k1, lo, hi);
+  }
+}
+
+template <class V, class P>
+void run_panels(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t m0, int64_t m1,
+                int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+  if (m1 - m0 <= V::kDecodeRows) {  // decode: one pass over each panel, streamed from memory
+    int64_t p = p0;
+    if (m1 - m0 == 1)  // one row: two panels at a time, so that enough FMA chains overlap
+      for (; p + 2 <= p1; p += 2)
+        tile<V, P, 1, 2 * V::kDecodeVectors, true>(l, panel_at(packed, l, p), 0, lhs, m0, y, ldy,
+                                                   p * l.nr, 0, l.k, lo, hi);
+    for (; p < p1; ++p)
+      tile_rows<V, P, V::kDecodeRows, V::kDecodeVectors, true>(
+          l, panel_at(packed, l, p), lhs, m0, m1 - m0, y, ldy, p * l.nr, 0, l.k, lo, hi);
+    return;
+  }
+  const int64_t element_bytes = l.element == Element::bf16 ? 2 : 4;
+  const int64_t block = std::max<int64_t>(2, kBlockBytes / (l.nr * element_bytes) / 2 * 2);
+  for (int64_t k0 = 0; k0 < l.k; k0 += block) {
+    const int64_t k1 = std::min(l.k, k0 + block);
+    for (int64_t p = p0; p < p1; ++p)
+      for (int64_t m = m0; m < m1; m += V::kPrefillRows)
+        tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, false>(
+            l, panel_at(packed, l, p), lhs, m, std::min<int64_t>(V::kPrefillRows, m1 - m), y, ldy,
+            p * l.nr, k0, k1, lo, hi);
+  }
+}
+
+// The exact math for either element type.
+template <class V>
+void run_exact(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t m0, int64_t m1,
+               int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+  if (l.element == Element::bf16)
+    run_panels<V, ExactBf16<V>>(l, packed, lhs, m0, m1, p0, p1, y, ldy, lo, hi);
+  else
+    run_panels<V, ExactF32<V>>(l, packed, lhs, m0, m1, p0, p1, y, ldy, lo, hi);
+}
+
+}  // namespace
+}  // namespace dq4::dense

@@ -1,0 +1,58 @@
+// The table of W4A16 kernels compiled into this build and the runtime choice among them.
+
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#include "../family.h"
+#include "dq4/w4a16.h"
+#include "kernel.h"
+
+namespace dq4::w4a16 {
+
+extern const Kernel kReferenceKernel;
+#if defined(__x86_64__)
+extern const Kernel kAvx2Kernel;
+extern const Kernel kAvx512fKernel;
+#elif defined(__aarch64__)
+extern const Kernel kNeonKernel;
+#endif
+
+std::vector<const Kernel*> compiled_kernels() {
+  return {
+    &kReferenceKernel,
+#if defined(__x86_64__)
+        &kAvx2Kernel, &kAvx512fKernel,
+#elif defined(__aarch64__)
+        &kNeonKernel,
+#endif
+  };
+}
+
+const Kernel* find_kernel(std::string_view name) {
+  for (const Kernel* kernel : compiled_kernels())
+    if (name == kernel->name) return kernel;
+  return nullptr;
+}
+
+std::string_view kernel_name(const Kernel& kernel) { return kernel.name; }
+
+bool kernel_supported(const Kernel& kernel, std::string* why) {
+  if (kernel.supported(cpu_features())) return true;
+  if (why != nullptr) *why = kernels::unsupported_reason(kernel.name, kernel.needs);
+  return false;
+}
+
+const Kernel& select_kernel(std::string_view isa_override) {
+  return kernels::select_kernel("w4a16", compiled_kernels(), isa_override);
+}
+
+const Kernel& default_kernel() {
+  static const Kernel& chosen = [] {
+    const char* env = std::getenv("DQ4_ISA");
+    return std::ref(select_kernel(env != nullptr ? env : ""));
+  }();
+  return chosen;
+}
+
+}  // namespace dq4::w4a16

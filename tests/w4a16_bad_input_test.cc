@@ -1,0 +1,107 @@
+// Bad input to the W4A16 family gives a dq4::Error whose message names the function, the field
+// and the value; never UB. The weight checks are W4A8's (shared packer) under W4A16's name.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "dq4/error.h"
+#include "dq4/w4a16.h"
+#include "expect_error.h"
+
+namespace dq4::test {
+namespace {
+
+struct Weights {
+  int64_t n = 4, k = 64;
+  std::vector<int8_t> values = std::vector<int8_t>(256, 1);
+  std::vector<float> scales = std::vector<float>(8, 0.5f);
+  w4a16::WeightSource source() {
+    w4a16::WeightSource s;
+    s.n = n;
+    s.k = k;
+    s.values = values.data();
+    s.scales = scales.data();
+    return s;
+  }
+};
+
+TEST(W4A16BadInput, WeightSource) {
+  Weights w;
+  auto s = w.source();
+  s.n = 0;
+  expect_error([&] { w4a16::pack(s); }, {"w4a16::pack:", "n must be positive, got 0"});
+  s = w.source();
+  s.k = (int64_t{1} << 20) + 1;
+  expect_error([&] { w4a16::pack(s); }, {"w4a16::pack:", "k 1048577 exceeds"});
+  s = w.source();
+  s.group_size = 48;
+  expect_error([&] { w4a16::pack(s); }, {"w4a16::pack:", "group_size 48 is not a multiple of 32"});
+  s = w.source();
+  s.scales = nullptr;
+  expect_error([&] { w4a16::pack(s); }, {"w4a16::pack:", "scales is null"});
+  s = w.source();
+  s.values = nullptr;
+  expect_error([&] { w4a16::pack(s); }, "give exactly one of values");
+  w.values[1 * 64 + 37] = 9;
+  expect_error([&] { w4a16::pack(w.source()); },
+               {"w4a16::pack:", "values[1][37] = 9 is outside the int4 range"});
+}
+
+TEST(W4A16BadInput, NonFiniteScalesAndBias) {
+  Weights w;
+  w.scales[2] = NAN;
+  expect_error([&] { w4a16::pack(w.source()); }, {"w4a16::pack:", "scales[2][0] is not finite"});
+  Weights b;
+  std::vector<float> bias = {0, 1, INFINITY, 0};
+  auto s = b.source();
+  s.bias = bias.data();
+  expect_error([&] { w4a16::pack(s); }, {"w4a16::pack:", "bias[2] is not finite"});
+}
+
+TEST(W4A16BadInput, F32GroupScalesBeyondBf16AreFine) {
+  Weights g;  // W4A8 rejects 3.4e38 (it overflows bf16); W4A16 keeps f32 scales exact
+  g.scales[3] = 3.4e38f;
+  auto s = g.source();
+  s.group_size = 32;
+  const auto packed = w4a16::pack(s);
+  EXPECT_TRUE(packed.f32_group_scales());
+}
+
+TEST(W4A16BadInput, MatmulArguments) {
+  Weights w;
+  const auto packed = w4a16::pack(w.source());
+  std::vector<float> x(4 * 64, 1.0f), y(4 * 4);
+  w4a16::MatmulArgs a;
+  a.m = 2;
+  a.x = x.data();
+  a.ldx = 64;
+  a.y = y.data();
+  a.ldy = 4;
+  auto with = [&](auto change) {
+    w4a16::MatmulArgs b = a;
+    change(b);
+    return [&, b] { w4a16::matmul(packed, b); };
+  };
+  expect_error(with([](auto& b) { b.m = 0; }), {"w4a16::matmul:", "m must be positive, got 0"});
+  expect_error(with([](auto& b) { b.x = nullptr; }), "x is null");
+  expect_error(with([](auto& b) { b.y = nullptr; }), "y is null");
+  expect_error(with([](auto& b) { b.ldx = 63; }), "ldx 63 is smaller than k 64");
+  expect_error(with([](auto& b) { b.ldy = 3; }), "ldy 3 is smaller than n 4");
+  expect_error(with([](auto& b) {
+                 b.min = 1;
+                 b.max = 0;
+               }),
+               "clamp range");
+  expect_error([] { w4a16::matmul(w4a16::PackedWeights(), w4a16::MatmulArgs()); },
+               "weights are empty");
+  x[64 + 5] = NAN;
+  expect_error(with([](auto&) {}), "activation row 1 holds a NaN or infinite value");
+  x[64 + 5] = 1.0f;
+  x[63] = -INFINITY;
+  expect_error(with([](auto&) {}), "activation row 0 holds a NaN or infinite value");
+}
+
+}  // namespace
+}  // namespace dq4::test

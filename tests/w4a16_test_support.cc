@@ -1,0 +1,68 @@
+#include "w4a16_test_support.h"
+
+#include <cstring>
+
+namespace dq4::test {
+
+template <class Packed>
+std::vector<float> run_w4a16_on(const Packed& packed, const W4A8Case& c, const W4A8Data& d,
+                                ThreadPool& pool) {
+  std::vector<float> y(static_cast<size_t>(c.m * d.ldy), -777.0f);
+  w4a16::MatmulArgs args;
+  args.m = c.m;
+  args.x = d.x.data();
+  args.ldx = d.ldx;
+  args.y = y.data();
+  args.ldy = d.ldy;
+  args.min = c.lo;
+  args.max = c.hi;
+  args.pool = &pool;
+  w4a16::matmul(packed, args);
+  return y;
+}
+template std::vector<float> run_w4a16_on(const w4a16::PackedWeights&, const W4A8Case&,
+                                         const W4A8Data&, ThreadPool&);
+template std::vector<float> run_w4a16_on(const w4a8::PackedWeights&, const W4A8Case&,
+                                         const W4A8Data&, ThreadPool&);
+
+std::vector<float> run_w4a16(const W4A8Case& c, const W4A8Data& d, const w4a16::Kernel& kernel,
+                             ThreadPool& pool) {
+  return run_w4a16_on(w4a16::pack(d.source(c), kernel, &pool), c, d, pool);
+}
+
+std::vector<const w4a16::Kernel*> runnable_w4a16_kernels() {
+  std::vector<const w4a16::Kernel*> out;
+  for (const w4a16::Kernel* k : w4a16::compiled_kernels())
+    if (w4a16::kernel_supported(*k)) out.push_back(k);
+  return out;
+}
+
+float source_scale(const W4A8Case& c, const W4A8Data& d, int64_t n, int64_t g) {
+  const int64_t groups = c.group == 0 || c.group == c.k ? 1 : (c.k + c.group - 1) / c.group;
+  const size_t i = static_cast<size_t>(n * groups + g);
+  uint32_t bits = 0;
+  switch (c.scale_type) {
+    case w4a8::ScaleType::f32:
+      return d.scales32[i];
+    case w4a8::ScaleType::bf16:
+      bits = uint32_t{d.scales16[i]} << 16;
+      break;
+    case w4a8::ScaleType::f16: {  // the generator makes normal values only
+      const uint16_t h = d.scales16[i];
+      bits = (uint32_t{h & 0x8000u} << 16) | ((((h >> 10) & 0x1fu) + 112) << 23) |
+             (uint32_t{h & 0x3ffu} << 13);
+      break;
+    }
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+size_t first_bit_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], 4) != 0) return i;
+  return a.size();
+}
+
+}  // namespace dq4::test
