@@ -12,6 +12,7 @@
 //     lacks, and a chosen kernel this CPU cannot run are errors (dq4::Error).
 // The automatic choice is the best supported kernel that computes the family's exact math.
 
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,30 @@ const Kernel& select_kernel(std::string_view family, const std::vector<const Ker
     if (automatic && (*it)->supported(cpu_features())) return **it;
   }
   return *kernels.front();
+}
+
+// The kernel of `kernels` named `name`, or nullptr.
+template <class Kernel>
+const Kernel* find_by_name(const std::vector<const Kernel*>& kernels, std::string_view name) {
+  for (const Kernel* k : kernels)
+    if (name == k->name) return k;
+  return nullptr;
+}
+
+// Whether this CPU runs `kernel`; if not, `why` (when given) says which feature is missing.
+template <class Kernel>
+bool supported_here(const Kernel& kernel, std::string* why) {
+  if (kernel.supported(cpu_features())) return true;
+  if (why != nullptr) *why = unsupported_reason(kernel.name, kernel.needs);
+  return false;
+}
+
+// select_kernel() for the process's DQ4_ISA (unset = automatic).
+template <class Kernel>
+const Kernel& select_from_environment(std::string_view family,
+                                      const std::vector<const Kernel*>& kernels) {
+  const char* env = std::getenv("DQ4_ISA");
+  return select_kernel(family, kernels, env != nullptr ? env : "");
 }
 
 // Throws dq4::Error naming `function` and the field for invalid arguments of a matmul of packed

@@ -13,6 +13,31 @@
 #include "dq4/w4a8.h"
 
 namespace dq4::cli {
+namespace {
+
+// One family's kernels (each supported or why not) and its choice. `note` adds to a kernel's line.
+template <class Kernel>
+void print_family(const char* family, const std::vector<const Kernel*>& kernels,
+                  bool (*supported)(const Kernel&, std::string*),
+                  std::string_view (*name)(const Kernel&), const Kernel& chosen,
+                  std::string (*note)(const Kernel&) = nullptr) {
+  std::printf("%s kernels:\n", family);
+  for (const Kernel* kernel : kernels) {
+    std::string why;
+    const bool ok = supported(*kernel, &why);
+    std::printf("  %-12s %s%s\n", std::string(name(*kernel)).c_str(),
+                ok ? "supported" : why.c_str(), note != nullptr ? note(*kernel).c_str() : "");
+  }
+  const char* forced = std::getenv("DQ4_ISA");
+  std::printf("%s kernel chosen: %s%s\n", family, std::string(name(chosen)).c_str(),
+              forced != nullptr && *forced != '\0' ? " (forced by DQ4_ISA)" : "");
+}
+
+std::string dense_note(const dense::Kernel& kernel) {
+  return dense::kernel_is_exact(kernel) ? "" : " (bf16 activations: chosen only by name)";
+}
+
+}  // namespace
 
 int run_info(int argc, char** argv, int first) {
   Args args("info",
@@ -21,36 +46,12 @@ int run_info(int argc, char** argv, int first) {
   if (!args.parse(argc, argv, first)) return 0;
   std::printf("cpu features: %s\n", cpu_features().to_string().c_str());
   std::printf("threads: %d\n", ThreadPool::global().size());
-  std::printf("w4a8 kernels:\n");
-  for (const w4a8::Kernel* kernel : w4a8::compiled_kernels()) {
-    std::string why;
-    const bool ok = w4a8::kernel_supported(*kernel, &why);
-    std::printf("  %-12s %s\n", std::string(w4a8::kernel_name(*kernel)).c_str(),
-                ok ? "supported" : why.c_str());
-  }
-  const char* forced = std::getenv("DQ4_ISA");
-  std::printf("w4a8 kernel chosen: %s%s\n",
-              std::string(w4a8::kernel_name(w4a8::default_kernel())).c_str(),
-              forced != nullptr && *forced != '\0' ? " (forced by DQ4_ISA)" : "");
-  std::printf("w4a16 kernels:\n");
-  for (const w4a16::Kernel* kernel : w4a16::compiled_kernels()) {
-    std::string why;
-    const bool ok = w4a16::kernel_supported(*kernel, &why);
-    std::printf("  %-12s %s\n", std::string(w4a16::kernel_name(*kernel)).c_str(),
-                ok ? "supported" : why.c_str());
-  }
-  std::printf("w4a16 kernel chosen: %s\n",
-              std::string(w4a16::kernel_name(w4a16::default_kernel())).c_str());
-  std::printf("dense kernels:\n");
-  for (const dense::Kernel* kernel : dense::compiled_kernels()) {
-    std::string why;
-    const bool ok = dense::kernel_supported(*kernel, &why);
-    std::printf("  %-12s %s%s\n", std::string(dense::kernel_name(*kernel)).c_str(),
-                ok ? "supported" : why.c_str(),
-                dense::kernel_is_exact(*kernel) ? "" : " (bf16 activations: chosen only by name)");
-  }
-  std::printf("dense kernel chosen: %s\n",
-              std::string(dense::kernel_name(dense::default_kernel())).c_str());
+  print_family("w4a8", w4a8::compiled_kernels(), w4a8::kernel_supported, w4a8::kernel_name,
+               w4a8::default_kernel());
+  print_family("w4a16", w4a16::compiled_kernels(), w4a16::kernel_supported, w4a16::kernel_name,
+               w4a16::default_kernel());
+  print_family("dense", dense::compiled_kernels(), dense::kernel_supported, dense::kernel_name,
+               dense::default_kernel(), dense_note);
   return 0;
 }
 

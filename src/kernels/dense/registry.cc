@@ -1,7 +1,5 @@
 // The table of dense kernels compiled into this build and the runtime choice among them.
 
-#include <cstdlib>
-#include <functional>
 #include <string>
 
 #include "../family.h"
@@ -32,9 +30,7 @@ std::vector<const Kernel*> compiled_kernels() {
 }
 
 const Kernel* find_kernel(std::string_view name) {
-  for (const Kernel* kernel : compiled_kernels())
-    if (name == kernel->name) return kernel;
-  return nullptr;
+  return kernels::find_by_name(compiled_kernels(), name);
 }
 
 std::string_view kernel_name(const Kernel& kernel) { return kernel.name; }
@@ -42,9 +38,7 @@ std::string_view kernel_name(const Kernel& kernel) { return kernel.name; }
 bool kernel_is_exact(const Kernel& kernel) { return kernel.exact; }
 
 bool kernel_supported(const Kernel& kernel, std::string* why) {
-  if (kernel.supported(cpu_features())) return true;
-  if (why != nullptr) *why = kernels::unsupported_reason(kernel.name, kernel.needs);
-  return false;
+  return kernels::supported_here(kernel, why);
 }
 
 const Kernel& select_kernel(std::string_view isa_override) {
@@ -52,10 +46,7 @@ const Kernel& select_kernel(std::string_view isa_override) {
 }
 
 const Kernel& default_kernel() {
-  static const Kernel& chosen = [] {
-    const char* env = std::getenv("DQ4_ISA");
-    return std::ref(select_kernel(env != nullptr ? env : ""));
-  }();
+  static const Kernel& chosen = kernels::select_from_environment("dense", compiled_kernels());
   return chosen;
 }
 
