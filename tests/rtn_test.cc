@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "../src/quant/float_rounding.h"
+#include "dq4/half.h"
 #include "expect_error.h"
 
 namespace dq4::test {
@@ -153,7 +153,6 @@ TEST(Rtn, OtherDtypesAndShapesAreErrors) {
 }
 
 TEST(FloatRounding, F32ToF16RoundsToNearestEven) {
-  using quant::f32_to_f16;
   EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
   EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
   EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);      // tie -> even
@@ -165,7 +164,7 @@ TEST(FloatRounding, F32ToF16RoundsToNearestEven) {
   EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 units -> 2
   EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -14) - std::ldexp(1.0f, -26)), 0x0400);  // to normal
   for (uint32_t h = 0; h < 0x7c00; ++h)  // every finite half survives the round trip
-    ASSERT_EQ(f32_to_f16(quant::f16_to_f32(static_cast<uint16_t>(h))), h) << h;
+    ASSERT_EQ(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h))), h) << h;
 }
 
 }  // namespace

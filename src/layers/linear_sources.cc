@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "../kernels/w4a8/half.h"
 #include "dq4/error.h"
+#include "dq4/half.h"
 #include "dq4/int4_codec.h"
 #include "dq4/rtn.h"
 
@@ -20,10 +20,10 @@ float widen(Dtype dtype, const uint8_t* p) {
     }
     case Dtype::BF16:
       std::memcpy(&h, p, 2);
-      return w4a8::bf16_to_f32(h);
+      return bf16_to_f32(h);
     case Dtype::F16:
       std::memcpy(&h, p, 2);
-      return w4a8::f16_to_f32(h);
+      return f16_to_f32(h);
     default:
       throw Error("internal: widen() of a non-float dtype");
   }

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "dq4/error.h"
+#include "dq4/half.h"
 #include "dq4/thread_pool.h"
-#include "float_rounding.h"
 
 namespace dq4 {
 namespace {
@@ -24,15 +24,15 @@ struct F32Traits {
 };
 struct BF16Traits {
   using Raw = uint16_t;
-  static float load(uint16_t v) { return quant::bf16_to_f32(v); }
-  static float round(float v) { return quant::round_to_bf16(v); }
-  static uint16_t store(float v) { return quant::f32_to_bf16(v); }
+  static float load(uint16_t v) { return bf16_to_f32(v); }
+  static float round(float v) { return round_to_bf16(v); }
+  static uint16_t store(float v) { return f32_to_bf16(v); }
 };
 struct F16Traits {
   using Raw = uint16_t;
-  static float load(uint16_t v) { return quant::f16_to_f32(v); }
-  static float round(float v) { return quant::round_to_f16(v); }
-  static uint16_t store(float v) { return quant::f32_to_f16(v); }
+  static float load(uint16_t v) { return f16_to_f32(v); }
+  static float round(float v) { return round_to_f16(v); }
+  static uint16_t store(float v) { return f32_to_f16(v); }
 };
 
 std::string where(const TensorView& w) { return "tensor \"" + w.name + "\" in " + w.file; }

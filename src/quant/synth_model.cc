@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "dq4/error.h"
+#include "dq4/half.h"
 #include "dq4/synth.h"
 #include "dq4/thread_pool.h"
-#include "float_rounding.h"
 #include "model_files.h"
 #include "staging_dir.h"
 
@@ -52,7 +52,7 @@ void store(Dtype dtype, float v, uint8_t* out) {
     std::memcpy(out, &v, 4);
     return;
   }
-  const uint16_t bits = dtype == Dtype::BF16 ? quant::f32_to_bf16(v) : quant::f32_to_f16(v);
+  const uint16_t bits = dtype == Dtype::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
   std::memcpy(out, &bits, 2);
 }
 

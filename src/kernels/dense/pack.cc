@@ -4,9 +4,9 @@
 #include <cstring>
 #include <string>
 
-#include "../w4a8/half.h"
 #include "dq4/dense.h"
 #include "dq4/error.h"
+#include "dq4/half.h"
 #include "dq4/thread_pool.h"
 #include "kernel.h"
 
@@ -81,7 +81,7 @@ void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t
       if (s.type == WeightType::f32) {
         v = static_cast<const float*>(s.data)[n * s.k + k];
       } else {
-        v = w4a8::f16_to_f32(static_cast<const uint16_t*>(s.data)[n * s.k + k]);
+        v = f16_to_f32(static_cast<const uint16_t*>(s.data)[n * s.k + k]);
       }
       finite &= std::fabs(v) <= 3.4028235e38f;
       std::memcpy(out, &v, 4);

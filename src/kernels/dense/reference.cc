@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "../w4a8/half.h"
+#include "dq4/half.h"
 #include "kernel.h"
 
 namespace dq4::dense {
@@ -13,7 +13,7 @@ namespace {
 float weight_at(const Layout& l, const uint8_t* panel, int64_t c, int64_t k) {
   const uint8_t* step = panel + (k / l.step_k()) * l.step_bytes + c * 4;
   if (l.element == Element::f32) return reinterpret_cast<const float*>(step)[0];
-  return w4a8::bf16_to_f32(reinterpret_cast<const uint16_t*>(step)[k % 2]);
+  return bf16_to_f32(reinterpret_cast<const uint16_t*>(step)[k % 2]);
 }
 
 float clamp(float y, float lo, float hi) {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "../w4a8/half.h"
+#include "dq4/half.h"
 #include "kernel.h"
 
 namespace dq4::w4a16 {
@@ -23,7 +23,7 @@ float scale_at(const PanelView& panel, int64_t c, int64_t g) {
   const Layout& l = *panel.layout;
   if (l.channelwise) return panel.scales()[c];
   if (l.group_scales == GroupScales::f32) return panel.group_scales_f32(g)[c];
-  return w4a8::bf16_to_f32(panel.group_scales(g)[c]);
+  return bf16_to_f32(panel.group_scales(g)[c]);
 }
 
 float clamp(float y, float lo, float hi) {

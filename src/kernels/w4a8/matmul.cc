@@ -4,10 +4,10 @@
 #include <cmath>
 #include <string>
 
+#include "../family.h"
 #include "dq4/error.h"
 #include "dq4/thread_pool.h"
 #include "dq4/w4a8.h"
-#include "../family.h"
 #include "kernel.h"
 #include "qai8dx.h"
 

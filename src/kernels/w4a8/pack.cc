@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "dq4/error.h"
+#include "dq4/half.h"
 #include "dq4/thread_pool.h"
 #include "dq4/w4a8.h"
-#include "half.h"
 #include "kernel.h"
 #include "layout.h"
 

@@ -4,7 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "half.h"
+#include "dq4/half.h"
 #include "kernel.h"
 #include "qai8dx.h"
 
