@@ -155,7 +155,8 @@ TEST(LinearTensors, DenseModules) {
       {"ignored by 'm'", "'m.weight_scale'"});
   ScratchDir dir;
   write_safetensors(dir.file("model.safetensors"), {tensor("m.weight", "F32", {4, 40}, 4)});
-  const LinearTensors t = find_linear_tensors(Checkpoint::open_dir(dir.path()), "m", s);
+  const Checkpoint checkpoint = Checkpoint::open_dir(dir.path());  // the views point into it
+  const LinearTensors t = find_linear_tensors(checkpoint, "m", s);
   expect_error([&] { t.int4_source(); }, {"module 'm' is dense"});
   EXPECT_EQ(t.bytes(), 4u * 40 * 4);
 }
