@@ -4,18 +4,11 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
+#include "bit_exact.h"
 #include "dense_test_support.h"
 
 namespace dq4::test {
 namespace {
-
-size_t first_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], 4) != 0) return i;
-  return a.size();
-}
 
 class DenseExact : public ::testing::TestWithParam<DenseCase> {};
 
@@ -30,11 +23,9 @@ TEST_P(DenseExact, EveryExactKernelMatchesReferenceBitForBit) {
     if (!dense::kernel_is_exact(*kernel) && c.type == dense::WeightType::bf16) continue;
     for (ThreadPool* pool : {&one, &three}) {
       const auto y = run_dense(c, data, *kernel, *pool);
-      const size_t at = first_difference(reference, y);
-      ASSERT_EQ(at, reference.size())
-          << dense::kernel_name(*kernel) << " with " << pool->size() << " threads differs at row "
-          << at / data.ldy << " column " << at % data.ldy << ": " << y[at] << " vs reference "
-          << reference[at];
+      ASSERT_TRUE(same_bits(reference, y, data.ldy,
+                            std::string(dense::kernel_name(*kernel)) + " with " +
+                                std::to_string(pool->size()) + " threads"));
     }
   }
 }
@@ -51,10 +42,8 @@ TEST(DenseStrides, OutputPaddingBetweenRowsIsUntouched) {
     const DenseData data = make_dense_data(c);
     for (const dense::Kernel* kernel : runnable_dense_kernels()) {
       const auto y = run_dense(c, data, *kernel, pool);
-      for (int64_t r = 0; r < c.m; ++r)
-        for (int64_t col = c.n; col < data.ldy; ++col)
-          ASSERT_EQ(y[r * data.ldy + col], -777.0f)
-              << dense::kernel_name(*kernel) << " " << c.name();
+      ASSERT_TRUE(padding_untouched(y, c.m, c.n, data.ldy, -777.0f,
+                                    std::string(dense::kernel_name(*kernel)) + " " + c.name()));
     }
   }
   EXPECT_GT(strided_cases, 0);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bit_exact.h"
 #include "w4a16_test_support.h"
 
 namespace dq4::test {
@@ -20,11 +21,9 @@ TEST_P(W4A16Exact, EveryKernelMatchesReferenceBitForBit) {
   for (const w4a16::Kernel* kernel : kernels) {
     for (ThreadPool* pool : {&one, &three}) {
       const auto y = run_w4a16(c, data, *kernel, *pool);
-      const size_t at = first_bit_difference(reference, y);
-      ASSERT_EQ(at, reference.size())
-          << w4a16::kernel_name(*kernel) << " with " << pool->size() << " threads differs at row "
-          << at / data.ldy << " column " << at % data.ldy << ": " << y[at] << " vs reference "
-          << reference[at];
+      ASSERT_TRUE(same_bits(reference, y, data.ldy,
+                            std::string(w4a16::kernel_name(*kernel)) + " with " +
+                                std::to_string(pool->size()) + " threads"));
     }
   }
 }
@@ -41,10 +40,8 @@ TEST(W4A16Strides, OutputPaddingBetweenRowsIsUntouched) {
     const W4A8Data data = make_data(c);
     for (const w4a16::Kernel* kernel : runnable_w4a16_kernels()) {
       const auto y = run_w4a16(c, data, *kernel, pool);
-      for (int64_t r = 0; r < c.m; ++r)
-        for (int64_t col = c.n; col < data.ldy; ++col)
-          ASSERT_EQ(y[r * data.ldy + col], -777.0f)
-              << w4a16::kernel_name(*kernel) << " " << c.name();
+      ASSERT_TRUE(padding_untouched(y, c.m, c.n, data.ldy, -777.0f,
+                                    std::string(w4a16::kernel_name(*kernel)) + " " + c.name()));
     }
   }
   EXPECT_GT(strided_cases, 0);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "bit_exact.h"
 #include "w4a16_test_support.h"
 
 namespace dq4::test {

@@ -1,6 +1,5 @@
 #include "w4a16_test_support.h"
 
-#include <cstring>
 
 namespace dq4::test {
 
@@ -57,12 +56,6 @@ float source_scale(const W4A8Case& c, const W4A8Data& d, int64_t n, int64_t g) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
-}
-
-size_t first_bit_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], 4) != 0) return i;
-  return a.size();
 }
 
 }  // namespace dq4::test

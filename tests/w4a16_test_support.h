@@ -26,7 +26,4 @@ std::vector<const w4a16::Kernel*> runnable_w4a16_kernels();
 // unrounded; W4A8 rounds group scales to bf16).
 float source_scale(const W4A8Case& c, const W4A8Data& d, int64_t n, int64_t g);
 
-// Index of the first element whose bits differ, or a.size().
-size_t first_bit_difference(const std::vector<float>& a, const std::vector<float>& b);
-
 }  // namespace dq4::test
