@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz/ and runs each one for a
-# bounded time (FUZZ_SECONDS per target, default 45), seeded from the fixtures.
+# bounded time (FUZZ_SECONDS per target, default 45), seeded from the fixtures and from
+# fuzz/regressions/<target>/ (inputs that once failed, replayed first). FUZZ_SEED (default 1) fixes
+# the mutation sequence so a CI run is reproducible; FUZZ_SEED=0 lets libFuzzer pick one.
 # Needs: clang libclang-rt-dev cmake nlohmann-json3-dev libpcre2-dev, and DQ4_FIXTURES (default
 # ../shared/fixtures). Exits non-zero if a build fails or a fuzzer finds a crash, leak or hang.
 set -euo pipefail
@@ -8,6 +10,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 export DQ4_FIXTURES="${DQ4_FIXTURES:-$root/../shared/fixtures}"
 seconds="${FUZZ_SECONDS:-45}"
+fuzz_seed="${FUZZ_SEED:-1}"
 build="$root/build-fuzz"
 fixtures="$DQ4_FIXTURES"
 
@@ -52,12 +55,17 @@ for target in "${targets[@]}"; do
     cp -f "$seed" "$corpus/seed-$(echo "${seed#"$fixtures"/}" | tr '/' '_')"
   done
   unset -n seeds
+  if [[ -d "$root/fuzz/regressions/$target" ]]; then
+    for regression in "$root/fuzz/regressions/$target"/*; do
+      cp -f "$regression" "$corpus/regression-$(basename "$regression")"
+    done
+  fi
   dict_var="dict_$target"
   dict_option=()
   if [[ -n "${!dict_var:-}" ]]; then dict_option=(-dict="${!dict_var}"); fi
   echo "== fuzz: $target, $seconds s"
   (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "./fuzz/$target" "$corpus" "${dict_option[@]}" -max_total_time="$seconds" -timeout=10 \
+    "./fuzz/$target" "$corpus" "${dict_option[@]}" -max_total_time="$seconds" -seed="$fuzz_seed" -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/$target-")
   echo "fuzz: $target: no crash in $seconds s"
 done

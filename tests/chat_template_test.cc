@@ -340,6 +340,9 @@ TEST(ChatTemplateJinja, HostileTemplatesHitLimits) {
   expect_error([] { render("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"); },
                "recursion");
   expect_error([] { render("{{ 2 ** 64 }}"); }, "integer overflow");
+  expect_error([] { render("{{ '%d' % ('nan' | float) }}"); }, "no 64-bit integer value");
+  expect_error([] { render("{{ '%d' % ('1e300' | float) }}"); }, "no 64-bit integer value");
+  EXPECT_EQ(render("{{ '%d' % -2.75 }}"), "-2");
   // A namespace holding itself renders and is freed (ASan's leak check watches this).
   EXPECT_EQ(render("{% set ns = namespace() %}{% set ns.me = ns %}{% set ns.l = [ns] %}ok"), "ok");
 }

@@ -78,6 +78,12 @@ TEST(ModelConfig, Qwen2HasQkvBiasOnly) {
   EXPECT_FALSE(modules[4].has_bias);
 }
 
+TEST(ModelConfig, WholeFloatsAreIntegers) {
+  nlohmann::json j = small_config();
+  j["hidden_size"] = 64.0;  // some Python exporters write integers as floats
+  EXPECT_EQ(ModelConfig::parse(j.dump(), "config.json").hidden_size, 64);
+}
+
 TEST(ModelConfig, ErrorsNameTheField) {
   struct Case {
     const char* key;
@@ -89,6 +95,10 @@ TEST(ModelConfig, ErrorsNameTheField) {
       {"architectures", "LlamaForCausalLM", "architectures"},
       {"hidden_size", nullptr, "hidden_size: missing"},
       {"hidden_size", "64", "hidden_size: expected an integer"},
+      {"hidden_size", 64.5, "hidden_size: expected an integer"},
+      // Found by the quant_config fuzzer: converting 6.7e98 to an integer was undefined.
+      {"hidden_size", 6.66667e98, "hidden_size: expected an integer"},
+      {"hidden_size", 18446744073709551615ull, "hidden_size: expected an integer"},
       {"num_attention_heads", 0, "num_attention_heads: must be positive"},
       {"num_key_value_heads", 3, "does not divide"},
       {"rms_norm_eps", -1.0, "rms_norm_eps"},

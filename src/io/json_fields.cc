@@ -1,5 +1,9 @@
 #include "json_fields.h"
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
 #include "dq4/error.h"
 
 namespace dq4::io {
@@ -47,12 +51,17 @@ JsonFields JsonFields::object(std::string_view key) const {
 std::optional<int64_t> JsonFields::integer(std::string_view key) const {
   const nlohmann::json* value = find(key);
   if (value == nullptr) return std::nullopt;
-  if (value->is_number_integer()) return value->get<int64_t>();
-  // Python writes whole floats (4.0) for some integer fields.
-  if (value->is_number_float()) {
+  if (value->is_number_unsigned()) {
+    const uint64_t u = value->get<uint64_t>();
+    if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return static_cast<int64_t>(u);
+  } else if (value->is_number_integer()) {
+    return value->get<int64_t>();
+  } else if (value->is_number_float()) {
+    // Python writes whole floats (4.0) for some integer fields. The range check comes first:
+    // converting an out-of-range double to an integer is undefined behaviour.
     const double d = value->get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9.2e18 && d < 9.2e18)
-      return static_cast<int64_t>(d);
+    if (d > -9.2e18 && d < 9.2e18 && d == std::trunc(d)) return static_cast<int64_t>(d);
   }
   fail(key, "expected an integer, got " + json_snippet(*value));
 }
