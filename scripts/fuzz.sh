@@ -66,6 +66,7 @@ for target in "${targets[@]}"; do
   echo "== fuzz: $target, $seconds s"
   (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "./fuzz/$target" "$corpus" "${dict_option[@]}" -max_total_time="$seconds" -seed="$fuzz_seed" -timeout=10 \
-    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/$target-")
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/$target-" 2>&1 |
+    grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse) ')  # keep the log to the start and the end
   echo "fuzz: $target: no crash in $seconds s"
 done
