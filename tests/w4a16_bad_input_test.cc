@@ -69,39 +69,5 @@ TEST(W4A16BadInput, F32GroupScalesBeyondBf16AreFine) {
   EXPECT_TRUE(packed.f32_group_scales());
 }
 
-TEST(W4A16BadInput, MatmulArguments) {
-  Weights w;
-  const auto packed = w4a16::pack(w.source());
-  std::vector<float> x(4 * 64, 1.0f), y(4 * 4);
-  w4a16::MatmulArgs a;
-  a.m = 2;
-  a.x = x.data();
-  a.ldx = 64;
-  a.y = y.data();
-  a.ldy = 4;
-  auto with = [&](auto change) {
-    w4a16::MatmulArgs b = a;
-    change(b);
-    return [&, b] { w4a16::matmul(packed, b); };
-  };
-  expect_error(with([](auto& b) { b.m = 0; }), {"w4a16::matmul:", "m must be positive, got 0"});
-  expect_error(with([](auto& b) { b.x = nullptr; }), "x is null");
-  expect_error(with([](auto& b) { b.y = nullptr; }), "y is null");
-  expect_error(with([](auto& b) { b.ldx = 63; }), "ldx 63 is smaller than k 64");
-  expect_error(with([](auto& b) { b.ldy = 3; }), "ldy 3 is smaller than n 4");
-  expect_error(with([](auto& b) {
-                 b.min = 1;
-                 b.max = 0;
-               }),
-               "clamp range");
-  expect_error([] { w4a16::matmul(w4a16::PackedWeights(), w4a16::MatmulArgs()); },
-               "weights are empty");
-  x[64 + 5] = NAN;
-  expect_error(with([](auto&) {}), "activation row 1 holds a NaN or infinite value");
-  x[64 + 5] = 1.0f;
-  x[63] = -INFINITY;
-  expect_error(with([](auto&) {}), "activation row 0 holds a NaN or infinite value");
-}
-
 }  // namespace
 }  // namespace dq4::test

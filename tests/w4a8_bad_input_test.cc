@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
-#include <string>
 #include <vector>
 
 #include "dq4/error.h"
@@ -103,62 +101,6 @@ TEST(W4A8BadInput, NonFiniteScalesAndBias) {
   s = b.source();
   s.bias = bias.data();
   expect_error([&] { w4a8::pack(s); }, "bias[2] is not finite");
-}
-
-TEST(W4A8BadInput, MatmulArguments) {
-  Weights w;
-  const auto packed = w4a8::pack(w.source());
-  std::vector<float> x(4 * 64, 1.0f), y(4 * 4);
-  w4a8::MatmulArgs a;
-  a.m = 2;
-  a.x = x.data();
-  a.ldx = 64;
-  a.y = y.data();
-  a.ldy = 4;
-  auto with = [&](auto change) {
-    w4a8::MatmulArgs b = a;
-    change(b);
-    return [&, b] { w4a8::matmul(packed, b); };
-  };
-  expect_error(with([](auto& b) { b.m = 0; }), "m must be positive, got 0");
-  expect_error(with([](auto& b) { b.x = nullptr; }), "x is null");
-  expect_error(with([](auto& b) { b.y = nullptr; }), "y is null");
-  expect_error(with([](auto& b) { b.ldx = 63; }), "ldx 63 is smaller than k 64");
-  expect_error(with([](auto& b) { b.ldy = 3; }), "ldy 3 is smaller than n 4");
-  expect_error(with([&](auto& b) {
-                 b.x =
-                     reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(x.data()) + 1);
-               }),
-               "x is not aligned");
-  expect_error(with([](auto& b) {
-                 b.min = 1;
-                 b.max = 0;
-               }),
-               "clamp range");
-  expect_error(with([](auto& b) { b.min = NAN; }), "clamp range");
-  x[64 + 5] = NAN;
-  expect_error(with([](auto&) {}), "activation row 1 holds a NaN or infinite value");
-  x[64 + 5] = -INFINITY;
-  expect_error(with([](auto&) {}), "activation row 1");
-  w4a8::PackedWeights empty;
-  expect_error([&] { w4a8::matmul(empty, a); }, "weights are empty");
-}
-
-TEST(W4A8BadInput, EveryKernelRejectsNonFiniteActivations) {
-  Weights w;
-  std::vector<float> x(3 * 64, 0.25f), y(3 * 4);
-  x[2 * 64 + 63] = NAN;  // the last element: the tail path of every vector loop
-  for (const w4a8::Kernel* kernel : w4a8::compiled_kernels()) {
-    if (!w4a8::kernel_supported(*kernel)) continue;
-    const auto packed = w4a8::pack(w.source(), *kernel);
-    w4a8::MatmulArgs a;
-    a.m = 3;
-    a.x = x.data();
-    a.ldx = 64;
-    a.y = y.data();
-    a.ldy = 4;
-    expect_error([&] { w4a8::matmul(packed, a); }, "activation row 2");
-  }
 }
 
 }  // namespace
