@@ -39,6 +39,11 @@ seeds_tokenizer_encode_fuzz=("$fixtures/tokenizer-llama3/README.md"
 targets+=(chat_template_fuzz)
 seeds_chat_template_fuzz=("$fixtures/tokenizer-qwen3/tokenizer_config.json")
 dict_chat_template_fuzz="$root/fuzz/chat_template.dict"
+# Checkpoint loading: the input is a model.safetensors (see the target for the configs).
+targets+=(checkpoint_load_fuzz)
+seeds_checkpoint_load_fuzz=("$fixtures/stories260K-hf-w4a16-ct/model.safetensors"
+  "$fixtures/stories260K-hf/model.safetensors")
+dict_checkpoint_load_fuzz="$root/fuzz/safetensors.dict"
 
 options=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then options+=(-G Ninja); fi

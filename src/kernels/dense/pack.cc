@@ -71,7 +71,8 @@ void pack_column(const WeightSource& s, const Layout& l, uint8_t* panel, int64_t
     for (int64_t step = 0; step < l.steps; ++step, out += l.step_bytes) {
       const int64_t k = 2 * step;
       const uint32_t even = row[k], odd = k + 1 < s.k ? row[k + 1] : 0;
-      finite &= finite_bits(s.type, even) & finite_bits(s.type, odd);
+      finite &= finite_bits(s.type, even);
+      finite &= finite_bits(s.type, odd);
       const uint32_t dword = even | odd << 16;
       std::memcpy(out, &dword, 4);
     }
