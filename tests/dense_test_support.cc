@@ -4,6 +4,8 @@
 #include <cstring>
 #include <random>
 
+#include "runnable_kernels.h"
+
 namespace dq4::test {
 namespace {
 
@@ -208,10 +210,7 @@ ExactOutput exact_output(const DenseCase& c, const DenseData& d, int64_t m, int6
 }
 
 std::vector<const dense::Kernel*> runnable_dense_kernels() {
-  std::vector<const dense::Kernel*> out;
-  for (const dense::Kernel* k : dense::compiled_kernels())
-    if (dense::kernel_supported(*k)) out.push_back(k);
-  return out;
+  return supported_here(dense::compiled_kernels());
 }
 
 }  // namespace dq4::test

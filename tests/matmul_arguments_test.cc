@@ -16,6 +16,7 @@
 #include "dq4/w4a16.h"
 #include "dq4/w4a8.h"
 #include "expect_error.h"
+#include "runnable_kernels.h"
 
 namespace dq4::test {
 namespace {
@@ -56,8 +57,8 @@ Family w4a8_family() {
   Family f{"w4a8::matmul", bind(w4a8::pack(s), w4a8::matmul), {}, [](const MatmulArgs& a) {
              w4a8::matmul(w4a8::PackedWeights(), a);
            }};
-  for (const w4a8::Kernel* k : w4a8::compiled_kernels())
-    if (w4a8::kernel_supported(*k)) f.per_kernel.push_back(bind(w4a8::pack(s, *k), w4a8::matmul));
+  for (const w4a8::Kernel* k : supported_here(w4a8::compiled_kernels()))
+    f.per_kernel.push_back(bind(w4a8::pack(s, *k), w4a8::matmul));
   return f;
 }
 
@@ -66,9 +67,8 @@ Family w4a16_family() {
   Family f{"w4a16::matmul", bind(w4a16::pack(s), w4a16::matmul), {}, [](const MatmulArgs& a) {
              w4a16::matmul(w4a16::PackedWeights(), a);
            }};
-  for (const w4a16::Kernel* k : w4a16::compiled_kernels())
-    if (w4a16::kernel_supported(*k))
-      f.per_kernel.push_back(bind(w4a16::pack(s, *k), w4a16::matmul));
+  for (const w4a16::Kernel* k : supported_here(w4a16::compiled_kernels()))
+    f.per_kernel.push_back(bind(w4a16::pack(s, *k), w4a16::matmul));
   return f;
 }
 
@@ -84,9 +84,8 @@ Family dense_family(dense::WeightType type) {
   Family f{"dense::matmul", bind(dense::pack(s), dense::matmul), {}, [](const MatmulArgs& a) {
              dense::matmul(dense::PackedWeights(), a);
            }};
-  for (const dense::Kernel* k : dense::compiled_kernels())
-    if (dense::kernel_supported(*k))
-      f.per_kernel.push_back(bind(dense::pack(s, *k), dense::matmul));
+  for (const dense::Kernel* k : supported_here(dense::compiled_kernels()))
+    f.per_kernel.push_back(bind(dense::pack(s, *k), dense::matmul));
   return f;
 }
 

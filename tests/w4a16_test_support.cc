@@ -1,5 +1,6 @@
 #include "w4a16_test_support.h"
 
+#include "runnable_kernels.h"
 
 namespace dq4::test {
 
@@ -30,10 +31,7 @@ std::vector<float> run_w4a16(const W4A8Case& c, const W4A8Data& d, const w4a16::
 }
 
 std::vector<const w4a16::Kernel*> runnable_w4a16_kernels() {
-  std::vector<const w4a16::Kernel*> out;
-  for (const w4a16::Kernel* k : w4a16::compiled_kernels())
-    if (w4a16::kernel_supported(*k)) out.push_back(k);
-  return out;
+  return supported_here(w4a16::compiled_kernels());
 }
 
 float source_scale(const W4A8Case& c, const W4A8Data& d, int64_t n, int64_t g) {

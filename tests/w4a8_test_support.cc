@@ -5,6 +5,7 @@
 #include <random>
 
 #include "dq4/int4_codec.h"
+#include "runnable_kernels.h"
 
 namespace dq4::test {
 namespace {
@@ -258,10 +259,7 @@ std::vector<float> run_w4a8(const W4A8Case& c, const W4A8Data& d, const w4a8::Ke
 }
 
 std::vector<const w4a8::Kernel*> runnable_kernels() {
-  std::vector<const w4a8::Kernel*> out;
-  for (const w4a8::Kernel* k : w4a8::compiled_kernels())
-    if (w4a8::kernel_supported(*k)) out.push_back(k);
-  return out;
+  return supported_here(w4a8::compiled_kernels());
 }
 
 }  // namespace dq4::test
