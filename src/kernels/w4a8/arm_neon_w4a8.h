@@ -168,7 +168,7 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
 // the GEMV path (Sums::sums<1>).
 template <class Sums>
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
-         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* /*scratch*/) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;

@@ -1,7 +1,7 @@
 #pragma once
 // The descriptor every W4A8 variant fills in (one per ISA file), and the quantized-activation
 // buffers its functions share. Kernels never allocate or start threads: matmul() splits the work
-// into row ranges x panel ranges and calls `run` on each.
+// into row ranges x panel ranges, calls `run` on each and owns the scratch it asks for.
 
 #include <cstdint>
 
@@ -29,9 +29,13 @@ struct Kernel {
   // non-finite value, or -1.
   int64_t (*quantize)(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layout& layout,
                       const QuantizedLhs& lhs);
-  // y[m0..m1) x [columns of panels p0..p1) = clamp(epilogue(lhs . packed)).
+  // y[m0..m1) x [columns of panels p0..p1) = clamp(epilogue(lhs . packed)). `scratch` holds
+  // scratch_bytes(layout, m1 - m0) bytes, 64-byte aligned, for this call alone (null when 0).
   void (*run)(const Layout& layout, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0,
-              int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi);
+              int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi,
+              uint8_t* scratch);
+  // Bytes of scratch run() wants for `rows` rows; null: none.
+  int64_t (*scratch_bytes)(const Layout& layout, int64_t rows) = nullptr;
 };
 
 }  // namespace dq4::w4a8

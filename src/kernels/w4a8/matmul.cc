@@ -72,7 +72,14 @@ void matmul(const PackedWeights& w, const MatmulArgs& a) {
       [&](int64_t t) {
         int64_t m0, m1, p0, p1;
         split.tile(t, &m0, &m1, &p0, &p1);
-        if (p0 < p1) kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
+        if (p0 >= p1) return;
+        const int64_t scratch_bytes =
+            kernel.scratch_bytes != nullptr ? kernel.scratch_bytes(l, m1 - m0) : 0;
+        thread_local AlignedBuffer run_scratch;  // one per worker thread, reused across calls
+        if (run_scratch.size() < static_cast<size_t>(scratch_bytes))
+          run_scratch = AlignedBuffer(static_cast<size_t>(scratch_bytes));
+        kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max,
+                   scratch_bytes > 0 ? run_scratch.data() : nullptr);
       },
       threads);
 }

@@ -75,7 +75,7 @@ float groupwise_output(const PanelView& panel, int64_t c, const int8_t* q, int32
 }
 
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
-         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* /*scratch*/) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     for (int64_t c = 0; c < l.nr && p * l.nr + c < l.n; ++c) {

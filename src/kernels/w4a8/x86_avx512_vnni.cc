@@ -94,7 +94,8 @@ inline int32_t load_dword(const int8_t* p) {
 // 16j..16j+15) while still in registers. With one row the two nibble planes get separate
 // accumulators to hide VPDPBUSD latency. kSteps > 0 fixes the step count at compile time (full
 // groups of 32/64/128) so that the loop unrolls and the accumulators stay put in registers.
-template <int MR, int NV, bool kStream, int kSteps = 0, class Finish>
+// kUnpacked: w points into unpack_panel's planes instead of the packed nibbles.
+template <int MR, int NV, bool kStream, int kSteps = 0, bool kUnpacked = false, class Finish>
 __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
                                                      const int8_t* const* q, int64_t k0,
                                                      const int32_t* start, Finish&& finish) {
@@ -110,15 +111,20 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t s
     }
   if constexpr (kSteps > 0) steps = kSteps;
 #pragma GCC unroll 16
-  for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
+  for (int64_t s = 0; s < steps; ++s, w += kUnpacked ? kNr * 8 : kNr * 4) {
     __m512i lo[NV], hi[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) {
-      if constexpr (kStream)
-        _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + 64 * j), _MM_HINT_T0);
-      const __m512i raw = _mm512_load_si512(w + 64 * j);
-      lo[j] = _mm512_and_si512(raw, low_mask);
-      hi[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
+      if constexpr (kUnpacked) {
+        lo[j] = _mm512_load_si512(w + 64 * j);
+        hi[j] = _mm512_load_si512(w + kNr * 4 + 64 * j);
+      } else {
+        if constexpr (kStream)
+          _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + 64 * j), _MM_HINT_T0);
+        const __m512i raw = _mm512_load_si512(w + 64 * j);
+        lo[j] = _mm512_and_si512(raw, low_mask);
+        hi[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
+      }
     }
     const int64_t k = k0 + s * 8;
 #pragma GCC unroll 8
@@ -147,9 +153,9 @@ inline __m512 clamp(__m512 y, __m512 lo, __m512 hi) {
 }
 
 // Output rows m..m+MR-1, columns n0 + 16 j0 .. + 16 NV of one panel (n0 = the panel's first).
-template <int MR, int NV, bool kStream>
-void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, int j0,
-          float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+template <int MR, int NV, bool kStream, bool kUnpacked>
+void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, const QuantizedLhs& lhs,
+          int64_t m, int j0, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
   const int64_t c0 = 16 * j0;  // first column of the tile within the panel
@@ -158,8 +164,8 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
     alignas(64) int32_t acc[MR][NV * 16];
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
     for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
-    dot_steps<MR, NV, kStream>(
-        panel.group_data(0) + 4 * c0, l.full_group_steps, q, 0, start,
+    dot_steps<MR, NV, kStream, 0, kUnpacked>(
+        (kUnpacked ? unpacked : panel.group_data(0)) + 4 * c0, l.full_group_steps, q, 0, start,
         [&](int r, int j, __m512i sum) { _mm512_store_si512(acc[r] + 16 * j, sum); });
     for (int r = 0; r < MR; ++r) {
       const __m512i zp = _mm512_set1_epi32(lhs.zp[m + r]);
@@ -187,9 +193,9 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
                                         _mm512_cvtepu16_epi32(_mm256_loadu_si256(
                                             reinterpret_cast<const __m256i*>(scales + 16 * j))),
                                         16)));
-      dot_steps<MR, NV, kStream, decltype(fixed_steps)::value>(
-          panel.group_data(g) + 4 * c0, l.group_steps(g), q, l.group_begin(g), start,
-          [&](int r, int j, __m512i block) {
+      dot_steps<MR, NV, kStream, decltype(fixed_steps)::value, kUnpacked>(
+          (kUnpacked ? unpacked + g * l.full_group_steps * kNr * 8 : panel.group_data(g)) + 4 * c0,
+          l.group_steps(g), q, l.group_begin(g), start, [&](int r, int j, __m512i block) {
             _mm512_store_ps(facc[r] + 16 * j,
                             _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), _mm512_load_ps(d + 16 * j),
                                             _mm512_load_ps(facc[r] + 16 * j)));
@@ -239,38 +245,75 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
 }
 
 // Prefill tiles re-read a panel from L2 for every group of rows. VPDPBUSD shares its execution
-// ports with the nibble unpack, so tall tiles (8 rows x 32 columns: each unpacked vector feeds 8
+// ports with the nibble unpack, so the panel is unpacked into scratch once (unpack_panel) when it
+// fits, and tiles load ready planes. Tall tiles (8 rows x 32 columns: each unpacked vector feeds 8
 // VPDPBUSD) win when groups are long; with groups of 32 the per-group epilogue dominates and
 // 4 rows x 64 columns measured faster.
-// tile<rows, Vectors, kStream> over the panel's columns, for a run-time rows in 1..Rows.
-template <int Rows, int Vectors, bool kStream>
-void tile_rows(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m,
-               int64_t rows, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+// tile<rows, Vectors, ...> over the panel's columns, for a run-time rows in 1..Rows.
+template <int Rows, int Vectors, bool kStream, bool kUnpacked = false>
+void tile_rows(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
+               const QuantizedLhs& lhs, int64_t m, int64_t rows, float* y, int64_t ldy, int64_t n0,
+               float lo, float hi) {
   if constexpr (Rows > 0) {
     if (rows != Rows)
-      return tile_rows<Rows - 1, Vectors, kStream>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+      return tile_rows<Rows - 1, Vectors, kStream, kUnpacked>(l, panel, unpacked, lhs, m, rows, y,
+                                                              ldy, n0, lo, hi);
     for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += Vectors)
-      tile<Rows, Vectors, kStream>(l, panel, lhs, m, j0, y, ldy, n0, lo, hi);
+      tile<Rows, Vectors, kStream, kUnpacked>(l, panel, unpacked, lhs, m, j0, y, ldy, n0, lo, hi);
   }
 }
 
+// Splits a panel's nibbles into low and high planes (steps x [lo 4 nr bytes][hi 4 nr bytes]) so
+// that prefill tiles, which each read the whole panel, skip the unpack.
+void unpack_panel(const Layout& l, const PanelView& panel, uint8_t* out) {
+  const __m512i low_mask = _mm512_set1_epi8(0x0f);
+  for (int64_t g = 0; g < l.groups; ++g) {
+    const uint8_t* w = panel.group_data(g);
+    for (int64_t s = 0; s < l.group_steps(g); ++s, w += kNr * 4, out += kNr * 8) {
+      for (int j = 0; j < kVectors; ++j) {
+        const __m512i raw = _mm512_load_si512(w + 64 * j);
+        _mm512_store_si512(out + 64 * j, _mm512_and_si512(raw, low_mask));
+        _mm512_store_si512(out + kNr * 4 + 64 * j,
+                           _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask));
+      }
+    }
+  }
+}
+
+// Prefill unpacks each panel once into scratch when its planes fit this bound (K <= 32768).
+constexpr int64_t kMaxUnpackedBytes = int64_t{2} << 20;
+
+int64_t unpacked_bytes(const Layout& l) {
+  return ((l.groups - 1) * l.full_group_steps + l.last_group_steps) * kNr * 8;
+}
+
+int64_t scratch_bytes(const Layout& l, int64_t rows) {
+  const int64_t bytes = unpacked_bytes(l);
+  return rows > 4 && bytes <= kMaxUnpackedBytes ? bytes : 0;
+}
+
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
-         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* scratch) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
     if (m1 - m0 <= 4) {  // decode: one pass over the whole panel streamed from memory
-      tile_rows<4, kVectors, true>(l, panel, lhs, m0, m1 - m0, y, ldy, n0, lo, hi);
+      tile_rows<4, kVectors, true>(l, panel, nullptr, lhs, m0, m1 - m0, y, ldy, n0, lo, hi);
       continue;
     }
+    if (scratch != nullptr) unpack_panel(l, panel, scratch);
     const bool short_groups = !l.channelwise && l.group == 32;
     const int64_t rows_per_tile = short_groups ? 4 : 8;
     for (int64_t m = m0; m < m1; m += rows_per_tile) {
       const int64_t rows = std::min(rows_per_tile, m1 - m);
-      if (short_groups)
-        tile_rows<4, 4, false>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+      if (scratch != nullptr && short_groups)
+        tile_rows<4, 4, false, true>(l, panel, scratch, lhs, m, rows, y, ldy, n0, lo, hi);
+      else if (scratch != nullptr)
+        tile_rows<8, 2, false, true>(l, panel, scratch, lhs, m, rows, y, ldy, n0, lo, hi);
+      else if (short_groups)
+        tile_rows<4, 4, false>(l, panel, nullptr, lhs, m, rows, y, ldy, n0, lo, hi);
       else
-        tile_rows<8, 2, false>(l, panel, lhs, m, rows, y, ldy, n0, lo, hi);
+        tile_rows<8, 2, false>(l, panel, nullptr, lhs, m, rows, y, ldy, n0, lo, hi);
     }
   }
 }
@@ -282,6 +325,7 @@ bool supported(const CpuFeatures& f) {
 }  // namespace
 
 extern const Kernel kAvx512VnniKernel = {
-    "avx512_vnni", "avx512f+avx512bw+avx512vl+avx512_vnni", kNr, supported, quantize, run};
+    "avx512_vnni", "avx512f+avx512bw+avx512vl+avx512_vnni", kNr, supported, quantize, run,
+    scratch_bytes};
 
 }  // namespace dq4::w4a8
