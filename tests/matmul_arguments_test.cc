@@ -17,11 +17,12 @@
 #include "dq4/w4a8.h"
 #include "expect_error.h"
 #include "runnable_kernels.h"
+#include "small_int4_weights.h"
 
 namespace dq4::test {
 namespace {
 
-constexpr int64_t kN = 4, kK = 64;
+constexpr int64_t kN = 4, kK = 64;  // SmallInt4Weights' shape, used by every family
 using Matmul = std::function<void(const MatmulArgs&)>;
 
 // One family: its name in messages, matmul on [kN, kK] weights packed for the selected kernel and
@@ -39,21 +40,9 @@ Matmul bind(Packed packed, void (*matmul)(const Packed&, const MatmulArgs&)) {
   return [shared, matmul](const MatmulArgs& a) { matmul(*shared, a); };
 }
 
-// Int4 weights (all 1, scale 0.5) for either int4 family.
-template <class WeightSource>
-WeightSource int4_source() {
-  static const std::vector<int8_t> values(kN * kK, 1);
-  static const std::vector<float> scales(kN, 0.5f);
-  WeightSource s;
-  s.n = kN;
-  s.k = kK;
-  s.values = values.data();
-  s.scales = scales.data();
-  return s;
-}
-
 Family w4a8_family() {
-  const auto s = int4_source<w4a8::WeightSource>();
+  const SmallInt4Weights weights;
+  const auto s = weights.source();
   Family f{"w4a8::matmul", bind(w4a8::pack(s), w4a8::matmul), {}, [](const MatmulArgs& a) {
              w4a8::matmul(w4a8::PackedWeights(), a);
            }};
@@ -63,7 +52,8 @@ Family w4a8_family() {
 }
 
 Family w4a16_family() {
-  const auto s = int4_source<w4a16::WeightSource>();
+  const SmallInt4Weights weights;
+  const auto s = weights.source();
   Family f{"w4a16::matmul", bind(w4a16::pack(s), w4a16::matmul), {}, [](const MatmulArgs& a) {
              w4a16::matmul(w4a16::PackedWeights(), a);
            }};

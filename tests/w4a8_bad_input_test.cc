@@ -8,23 +8,12 @@
 #include "dq4/error.h"
 #include "dq4/w4a8.h"
 #include "expect_error.h"
+#include "small_int4_weights.h"
 
 namespace dq4::test {
 namespace {
 
-struct Weights {
-  int64_t n = 4, k = 64;
-  std::vector<int8_t> values = std::vector<int8_t>(256, 1);
-  std::vector<float> scales = std::vector<float>(8, 0.5f);
-  w4a8::WeightSource source() {
-    w4a8::WeightSource s;
-    s.n = n;
-    s.k = k;
-    s.values = values.data();
-    s.scales = scales.data();
-    return s;
-  }
-};
+using Weights = SmallInt4Weights;
 
 TEST(W4A8BadInput, Sizes) {
   Weights w;
