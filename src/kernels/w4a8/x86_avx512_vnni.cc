@@ -292,6 +292,22 @@ int64_t scratch_bytes(const Layout& l, int64_t rows) {
   return rows > 4 && bytes <= kMaxUnpackedBytes ? bytes : 0;
 }
 
+// The prefill tiles of rows [m0, m1) over one panel, from its nibbles or (kUnpacked) its planes.
+template <bool kUnpacked>
+void prefill_panel(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
+                   const QuantizedLhs& lhs, int64_t m0, int64_t m1, float* y, int64_t ldy,
+                   int64_t n0, float lo, float hi) {
+  const bool short_groups = !l.channelwise && l.group == 32;
+  const int64_t rows_per_tile = short_groups ? 4 : 8;
+  for (int64_t m = m0; m < m1; m += rows_per_tile) {
+    const int64_t rows = std::min(rows_per_tile, m1 - m);
+    if (short_groups)
+      tile_rows<4, 4, false, kUnpacked>(l, panel, unpacked, lhs, m, rows, y, ldy, n0, lo, hi);
+    else
+      tile_rows<8, 2, false, kUnpacked>(l, panel, unpacked, lhs, m, rows, y, ldy, n0, lo, hi);
+  }
+}
+
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
          int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* scratch) {
   for (int64_t p = p0; p < p1; ++p) {
@@ -299,21 +315,11 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     const int64_t n0 = p * kNr;
     if (m1 - m0 <= 4) {  // decode: one pass over the whole panel streamed from memory
       tile_rows<4, kVectors, true>(l, panel, nullptr, lhs, m0, m1 - m0, y, ldy, n0, lo, hi);
-      continue;
-    }
-    if (scratch != nullptr) unpack_panel(l, panel, scratch);
-    const bool short_groups = !l.channelwise && l.group == 32;
-    const int64_t rows_per_tile = short_groups ? 4 : 8;
-    for (int64_t m = m0; m < m1; m += rows_per_tile) {
-      const int64_t rows = std::min(rows_per_tile, m1 - m);
-      if (scratch != nullptr && short_groups)
-        tile_rows<4, 4, false, true>(l, panel, scratch, lhs, m, rows, y, ldy, n0, lo, hi);
-      else if (scratch != nullptr)
-        tile_rows<8, 2, false, true>(l, panel, scratch, lhs, m, rows, y, ldy, n0, lo, hi);
-      else if (short_groups)
-        tile_rows<4, 4, false>(l, panel, nullptr, lhs, m, rows, y, ldy, n0, lo, hi);
-      else
-        tile_rows<8, 2, false>(l, panel, nullptr, lhs, m, rows, y, ldy, n0, lo, hi);
+    } else if (scratch != nullptr) {
+      unpack_panel(l, panel, scratch);
+      prefill_panel<true>(l, panel, scratch, lhs, m0, m1, y, ldy, n0, lo, hi);
+    } else {
+      prefill_panel<false>(l, panel, nullptr, lhs, m0, m1, y, ldy, n0, lo, hi);
     }
   }
 }
