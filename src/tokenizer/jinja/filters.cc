@@ -159,8 +159,10 @@ bool parse_int(const std::string& raw, int base, int64_t* out) {
   }
   errno = 0;
   const double f = std::strtod(digits.c_str(), &end);
-  if (*end != '\0' || errno != 0 || !std::isfinite(f) || std::fabs(f) >= 9.2e18) return false;
-  *out = static_cast<int64_t>(f);
+  if (*end != '\0' || errno != 0) return false;
+  const std::optional<int64_t> whole = truncate_to_int(f);
+  if (!whole) return false;
+  *out = *whole;
   return true;
 }
 
@@ -170,9 +172,8 @@ Value do_int(const Value& v, const CallArgs& args, Budget&) {
   const Value result_default = fallback ? *fallback : Value(0);
   if (v.is_number()) {
     if (!v.is_float()) return Value(v.as_int());
-    const double f = v.as_double();
-    if (!std::isfinite(f) || std::fabs(f) >= 9.2e18) return result_default;
-    return Value(static_cast<int64_t>(f));
+    const std::optional<int64_t> whole = truncate_to_int(v.as_double());
+    return whole ? Value(*whole) : result_default;
   }
   if (!v.is_string()) return result_default;
   int64_t parsed = 0;

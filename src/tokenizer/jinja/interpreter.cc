@@ -128,11 +128,10 @@ std::string printf_format(const std::string& pattern, const Value& values) {
       out += repr(arg);
     } else if (conversion == 'd' || conversion == 'i') {
       if (!arg.is_number()) throw TemplateError("%d format: a real number is required");
-      // Python prints any float's integer part; dq4's integers stop at 64 bits.
-      if (arg.is_float() && !(std::fabs(arg.as_double()) < 9.2e18))
-        throw TemplateError("%d format: " + repr(arg) + " has no 64-bit integer value");
-      out += std::to_string(arg.is_float() ? static_cast<int64_t>(std::trunc(arg.as_double()))
-                                           : arg.as_int());
+      const std::optional<int64_t> whole =
+          arg.is_float() ? truncate_to_int(arg.as_double()) : arg.as_int();
+      if (!whole) throw TemplateError("%d format: " + repr(arg) + " has no 64-bit integer value");
+      out += std::to_string(*whole);
     } else {
       throw TemplateError(std::string("unsupported format character '") + conversion + "'");
     }

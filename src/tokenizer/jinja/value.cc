@@ -147,6 +147,12 @@ bool truthy(const Value& v) {
   return false;
 }
 
+std::optional<int64_t> truncate_to_int(double f) {
+  // The range check comes first: converting an out-of-range double is undefined behaviour.
+  if (!(std::fabs(f) < 9.2e18)) return std::nullopt;
+  return static_cast<int64_t>(f);
+}
+
 std::string float_repr(double f) {
   if (std::isnan(f)) return "nan";
   if (std::isinf(f)) return f > 0 ? "inf" : "-inf";

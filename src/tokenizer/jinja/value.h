@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -158,6 +159,9 @@ std::string to_str(const Value& v);
 std::string repr(const Value& v);
 // Python's repr of a float: shortest round-trip digits, "1.0", "1e+16", "1e-05".
 std::string float_repr(double f);
+// int(f) truncated toward zero, or nullopt when that does not fit 64 bits (NaN and infinities
+// included): Python's ints are unbounded, dq4's are not.
+std::optional<int64_t> truncate_to_int(double f);
 bool equals(const Value& a, const Value& b);
 // -1, 0 or 1 for numbers, strings and lists; TemplateError for other pairs.
 int compare(const Value& a, const Value& b);
