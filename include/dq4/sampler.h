@@ -1,0 +1,60 @@
+#pragma once
+// Picking the next token from a row of logits: penalties, temperature, top-k, top-p, min-p, then
+// a draw from a seeded generator (same seed, same tokens), or greedy when temperature is 0.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dq4 {
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0 = greedy (argmax; the lowest id wins a tie)
+  int top_k = 0;             // 0 or < 0 = all tokens
+  float top_p = 1.0f;        // nucleus: smallest set whose probability reaches top_p
+  float min_p = 0.0f;        // drop tokens below min_p * the top token's probability
+  // HF's repetition penalty over prompt and generated tokens (1 = off): a seen token's logit is
+  // divided by it when positive, multiplied when negative.
+  float repetition_penalty = 1.0f;
+  // OpenAI's penalties over the generated tokens: logit -= presence * (count > 0) + frequency *
+  // count.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  std::optional<uint64_t> seed;  // nullopt: a random seed
+
+  // Throws dq4::Error naming the field for a value out of range.
+  void validate() const;
+};
+
+// One token's log-probability under the model (log-softmax of the raw logits).
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+
+  // Picks the next token. `prompt` and `generated` feed the penalties; `logits` is modified in
+  // place (penalties, temperature).
+  int32_t sample(std::span<float> logits, std::span<const int32_t> prompt,
+                 std::span<const int32_t> generated);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  SamplingParams params_;
+  uint64_t state_[4];  // xoshiro256** state
+  double uniform();    // [0, 1)
+  std::vector<int32_t> order_;
+  std::vector<float> probs_;
+};
+
+// The logprob of `token` and the `top` most likely tokens (descending) of a row of raw logits.
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int top);
+float token_logprob(std::span<const float> logits, int32_t token);
+
+}  // namespace dq4
