@@ -10,6 +10,17 @@
 
 namespace dq4 {
 
+// config.json's rope_scaling (or transformers 5's rope_parameters) as written; which types run is
+// decided by the model layer (src/model/architecture.cc).
+struct RopeScaling {
+  std::string type;  // "" when absent or null; else rope_type (or the legacy "type")
+  double factor = 1.0;
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+  int64_t original_max_position_embeddings = 0;  // llama3; 0 when absent
+  std::vector<std::string> other_keys;  // keys dq4 does not read (the model layer refuses them)
+};
+
 struct ModelConfig {
   std::string architecture;  // "LlamaForCausalLM"
   std::string model_type;    // "llama"
@@ -27,6 +38,14 @@ struct ModelConfig {
   bool attention_bias = false;
   bool mlp_bias = false;
   std::string torch_dtype;  // "bfloat16", "float16", "float32" or "" when absent
+  RopeScaling rope_scaling;
+  std::string hidden_act = "silu";
+  // Sliding-window attention in tokens (Mistral's sliding_window; Qwen2's only with
+  // use_sliding_window); 0 = none.
+  int64_t sliding_window = 0;
+  double partial_rotary_factor = 1.0;
+  std::vector<int32_t> eos_token_ids;  // eos_token_id, a number or a list; may be empty
+  int32_t bos_token_id = -1;           // -1 when absent
 
   // Parses config.json text; `file` names it in messages. Throws dq4::Error naming the file and
   // the field for a missing or ill-typed field, or an architecture outside the Llama family.

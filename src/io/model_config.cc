@@ -3,6 +3,7 @@
 #include "dq4/model_config.h"
 
 #include <array>
+#include <climits>
 #include <string_view>
 
 #include "dq4/error.h"
@@ -21,6 +22,39 @@ constexpr std::array<std::string_view, 4> kLlamaFamily = {"LlamaForCausalLM", "M
 int64_t positive(const io::JsonFields& fields, std::string_view key, int64_t value) {
   if (value <= 0) fields.fail(key, "must be positive, got " + std::to_string(value));
   return value;
+}
+
+// rope_scaling (transformers 4) or rope_parameters (transformers 5, which also holds rope_theta).
+RopeScaling parse_rope_scaling(const io::JsonFields& rope) {
+  RopeScaling r;
+  if (rope.has("rope_type"))
+    r.type = rope.required_string("rope_type");
+  else if (rope.has("type"))
+    r.type = rope.required_string("type");
+  else
+    rope.fail("rope_type", "missing");
+  r.factor = rope.number("factor").value_or(1.0);
+  r.low_freq_factor = rope.number("low_freq_factor").value_or(1.0);
+  r.high_freq_factor = rope.number("high_freq_factor").value_or(4.0);
+  r.original_max_position_embeddings =
+      rope.integer("original_max_position_embeddings").value_or(0);
+  return r;
+}
+
+std::vector<int32_t> token_ids(const io::JsonFields& fields, std::string_view key) {
+  const nlohmann::json* v = fields.find(key);
+  if (v == nullptr) return {};
+  std::vector<int32_t> ids;
+  const auto add = [&](const nlohmann::json& id) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+      fields.fail(key, "expected a token id or a list of token ids, got " + io::json_snippet(*v));
+    ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  };
+  if (v->is_array())
+    for (const nlohmann::json& id : *v) add(id);
+  else
+    add(*v);
+  return ids;
 }
 
 }  // namespace
@@ -68,7 +102,38 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   c.rms_norm_eps = fields.number("rms_norm_eps").value_or(1e-6);
   if (!(c.rms_norm_eps > 0)) fields.fail("rms_norm_eps", "must be positive");
   c.rope_theta = fields.number("rope_theta").value_or(10000.0);
+  if (fields.has("rope_parameters")) {
+    const io::JsonFields rope = fields.object("rope_parameters");
+    c.rope_theta = rope.number("rope_theta").value_or(c.rope_theta);
+    c.rope_scaling = parse_rope_scaling(rope);
+    if (c.rope_scaling.type == "default") c.rope_scaling.type.clear();
+    for (const auto& [key, value] : fields.find("rope_parameters")->items())
+      if (key != "rope_type" && key != "type" && key != "rope_theta" && key != "factor" &&
+          key != "low_freq_factor" && key != "high_freq_factor" &&
+          key != "original_max_position_embeddings" && !value.is_null())
+        c.rope_scaling.other_keys.push_back("rope_parameters." + key);
+  } else if (fields.has("rope_scaling")) {
+    c.rope_scaling = parse_rope_scaling(fields.object("rope_scaling"));
+    if (c.rope_scaling.type == "default") c.rope_scaling.type.clear();
+    for (const auto& [key, value] : fields.find("rope_scaling")->items())
+      if (key != "rope_type" && key != "type" && key != "factor" && key != "low_freq_factor" &&
+          key != "high_freq_factor" && key != "original_max_position_embeddings" &&
+          !value.is_null())
+        c.rope_scaling.other_keys.push_back("rope_scaling." + key);
+  }
   if (!(c.rope_theta > 0)) fields.fail("rope_theta", "must be positive");
+  c.hidden_act = fields.string("hidden_act").value_or(fields.string("hidden_activation").value_or("silu"));
+  c.partial_rotary_factor = fields.number("partial_rotary_factor").value_or(1.0);
+  // Qwen2/Qwen3 write a sliding_window that applies only with use_sliding_window: true.
+  const bool window_switch = fields.has("use_sliding_window");
+  if (!window_switch || fields.boolean("use_sliding_window").value_or(false)) {
+    const auto window = fields.integer("sliding_window");
+    if (window) c.sliding_window = positive(fields, "sliding_window", *window);
+  }
+  c.eos_token_ids = token_ids(fields, "eos_token_id");
+  const std::vector<int32_t> bos = token_ids(fields, "bos_token_id");
+  if (bos.size() > 1) fields.fail("bos_token_id", "expected one token id");
+  if (!bos.empty()) c.bos_token_id = bos[0];
   c.tie_word_embeddings = fields.boolean("tie_word_embeddings").value_or(false);
   c.attention_bias =
       fields.boolean("attention_bias").value_or(c.architecture == "Qwen2ForCausalLM");
