@@ -8,7 +8,7 @@ namespace {
 
 // Every family and kernel name of any build (x86 and Arm), so that a plain DQ4_ISA entry that
 // only another family has is told apart from a typo. A family adding a kernel name adds it here.
-constexpr std::string_view kFamilies[] = {"w4a8", "w4a16", "dense"};
+constexpr std::string_view kFamilies[] = {"w4a8", "w4a16", "dense", "attention"};
 constexpr std::string_view kKernelNames[] = {
     "reference",   "avx2", "avx_vnni",     "avx512f",   "avx512_vnni",
     "avx512_bf16", "neon", "neon_dotprod", "neon_i8mm", "neon_bf16"};

@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "dq4/attention.h"
 #include "dq4/cpu_features.h"
 #include "dq4/dense.h"
 #include "dq4/thread_pool.h"
@@ -40,9 +41,11 @@ std::string dense_note(const dense::Kernel& kernel) {
 }  // namespace
 
 int run_info(int argc, char** argv, int first) {
-  Args args("info",
-            "Prints the CPU features found, every W4A8, W4A16 and dense kernel of this build with\n"
-            "whether this CPU can run it, and the kernels chosen (DQ4_ISA=<name> forces one).");
+  Args args(
+      "info",
+      "Prints the CPU features found, every W4A8, W4A16, dense and attention kernel of this\n"
+      "build with whether this CPU can run it, and the kernels chosen (DQ4_ISA=<name> forces\n"
+      "one).");
   if (!args.parse(argc, argv, first)) return 0;
   std::printf("cpu features: %s\n", cpu_features().to_string().c_str());
   std::printf("threads: %d\n", ThreadPool::global().size());
@@ -52,6 +55,8 @@ int run_info(int argc, char** argv, int first) {
                w4a16::default_kernel());
   print_family("dense", dense::compiled_kernels(), dense::kernel_supported, dense::kernel_name,
                dense::default_kernel(), dense_note);
+  print_family("attention", attention::compiled_kernels(), attention::kernel_supported,
+               attention::kernel_name, attention::default_kernel());
   return 0;
 }
 

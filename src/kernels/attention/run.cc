@@ -1,0 +1,122 @@
+// run(): argument checks and the split of (kv head group, head range, row block) tiles over the
+// pool, each thread handing its tiles the scratch it owns.
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "dq4/aligned_buffer.h"
+#include "dq4/attention.h"
+#include "dq4/error.h"
+#include "dq4/thread_pool.h"
+#include "kernel.h"
+
+namespace dq4::attention {
+namespace {
+
+// Query rows per tile: a few passes, so that the causal triangle balances over the threads.
+constexpr int64_t kRowBlock = 4 * kRowsPerPass;
+
+[[noreturn]] void fail(const std::string& what) { throw Error("attention::run: " + what); }
+
+void check_positive(const char* field, int64_t value) {
+  if (value <= 0) fail(std::string(field) + " must be positive, got " + std::to_string(value));
+}
+
+void check_aligned(const char* field, const void* p, size_t alignment) {
+  if (reinterpret_cast<uintptr_t>(p) % alignment != 0)
+    fail(std::string(field) + " is not aligned to " + std::to_string(alignment) + " bytes");
+}
+
+Problem checked_problem(const Args& a) {
+  if (a.q == nullptr) fail("q is null");
+  if (a.out == nullptr) fail("out is null");
+  if (a.kv.keys == nullptr) fail("kv.keys is null");
+  if (a.kv.values == nullptr) fail("kv.values is null");
+  if (a.kv.block_table == nullptr) fail("kv.block_table is null");
+  check_positive("tokens", a.tokens);
+  check_positive("num_heads", a.num_heads);
+  check_positive("num_kv_heads", a.num_kv_heads);
+  check_positive("head_dim", a.head_dim);
+  check_positive("kv.block_size", a.kv.block_size);
+  if (a.first_position < 0)
+    fail("first_position must be >= 0, got " + std::to_string(a.first_position));
+  if (a.window < 0) fail("window must be >= 0, got " + std::to_string(a.window));
+  if (a.max_threads < 0) fail("max_threads must be >= 0, got " + std::to_string(a.max_threads));
+  if (a.num_heads % a.num_kv_heads != 0)
+    fail("num_heads " + std::to_string(a.num_heads) + " is not a multiple of num_kv_heads " +
+         std::to_string(a.num_kv_heads));
+  if (!std::isfinite(a.scale)) fail("scale must be finite, got " + std::to_string(a.scale));
+  const int64_t width = a.num_heads * a.head_dim;
+  if (a.ldq < width)
+    fail("ldq " + std::to_string(a.ldq) + " is smaller than num_heads * head_dim " +
+         std::to_string(width));
+  if (a.ldo < width)
+    fail("ldo " + std::to_string(a.ldo) + " is smaller than num_heads * head_dim " +
+         std::to_string(width));
+  const int64_t block_floats = a.num_kv_heads * a.kv.block_size * a.head_dim;
+  if (a.kv.block_stride < block_floats)
+    fail("kv.block_stride " + std::to_string(a.kv.block_stride) +
+         " is smaller than num_kv_heads * block_size * head_dim " + std::to_string(block_floats));
+  if (a.kv.type != KvType::f32 && a.kv.type != KvType::bf16) fail("kv.type is not f32 or bf16");
+  check_aligned("q", a.q, alignof(float));
+  check_aligned("out", a.out, alignof(float));
+  const size_t element = a.kv.type == KvType::f32 ? sizeof(float) : sizeof(uint16_t);
+  check_aligned("kv.keys", a.kv.keys, element);
+  check_aligned("kv.values", a.kv.values, element);
+  // The rows' extents [start, start + (tokens - 1) * ld + width) must not overlap.
+  const auto* q0 = reinterpret_cast<const char*>(a.q);
+  const auto* o0 = reinterpret_cast<const char*>(a.out);
+  const auto* q1 = reinterpret_cast<const char*>(a.q + (a.tokens - 1) * a.ldq + width);
+  const auto* o1 = reinterpret_cast<const char*>(a.out + (a.tokens - 1) * a.ldo + width);
+  if (q0 < o1 && o0 < q1) fail("out overlaps q");
+  const int64_t blocks = (a.first_position + a.tokens + a.kv.block_size - 1) / a.kv.block_size;
+  for (int64_t b = 0; b < blocks; ++b)
+    if (a.kv.block_table[b] < 0)
+      fail("kv.block_table[" + std::to_string(b) + "] is negative (" +
+           std::to_string(a.kv.block_table[b]) + ")");
+  return Problem{a.q,         a.ldq,          a.out,      a.ldo,    a.tokens, a.first_position,
+                 a.num_heads, a.num_kv_heads, a.head_dim, a.window, a.scale,  a.kv};
+}
+
+// A thread's scratch, grown to the largest tile it has run and kept for later calls.
+float* thread_scratch(int64_t floats) {
+  thread_local AlignedBuffer buffer;
+  const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+  if (buffer.size() < bytes) buffer = AlignedBuffer(bytes);
+  return reinterpret_cast<float*>(buffer.data());
+}
+
+}  // namespace
+
+void run(const Args& a, const Kernel& kernel) {
+  const Problem p = checked_problem(a);
+  ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
+  const int threads = a.max_threads > 0 ? std::min(a.max_threads, pool.size()) : pool.size();
+
+  // Whole kv head groups share their keys and values; split a group's heads only when there
+  // are too few tiles to keep the threads busy.
+  const int64_t group = p.group();
+  const int64_t row_blocks = (p.tokens + kRowBlock - 1) / kRowBlock;
+  const int64_t group_tiles = p.num_kv_heads * row_blocks;
+  const int64_t head_splits =
+      std::clamp<int64_t>((2 * threads + group_tiles - 1) / group_tiles, 1, group);
+  const int64_t tiles = group_tiles * head_splits;
+  pool.run(
+      tiles,
+      [&](int64_t task) {
+        // The last rows (the most keys) first, so that the short tiles fill in at the end.
+        const int64_t rb = row_blocks - 1 - task % row_blocks, rest = task / row_blocks;
+        const int64_t split = rest % head_splits, g = rest / head_splits;
+        Tile t;
+        t.kv_head = g;
+        t.head_begin = g * group + group * split / head_splits;
+        t.head_end = g * group + group * (split + 1) / head_splits;
+        t.row_begin = rb * kRowBlock;
+        t.row_end = std::min(p.tokens, t.row_begin + kRowBlock);
+        kernel.run(p, t, thread_scratch(scratch_floats(p, t)));
+      },
+      threads);
+}
+
+}  // namespace dq4::attention
