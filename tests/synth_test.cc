@@ -67,6 +67,21 @@ TEST(SafetensorsWriter, MisalignedOrderIsRefused) {
   EXPECT_EQ(t[2].name, "b");
 }
 
+// Elements of one size keep the library's dtype order before the name: F32 before I32, BF16
+// before F16 (so a module's scales and int4 words land apart, as save_pretrained writes them).
+TEST(SafetensorsWriter, OrderFollowsTheLibraryDtypeEnum) {
+  std::vector<TensorSpec> t{{"a.weight_packed", Dtype::I32, {1}},
+                            {"b.weight_scale", Dtype::F32, {1}},
+                            {"a.weight", Dtype::F16, {1}},
+                            {"b.weight", Dtype::BF16, {1}},
+                            {"a.weight_shape", Dtype::I64, {2}}};
+  std::sort(t.begin(), t.end(), safetensors_order);
+  std::vector<std::string> names;
+  for (const TensorSpec& s : t) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a.weight_shape", "b.weight_scale", "a.weight_packed",
+                                             "b.weight", "a.weight"}));
+}
+
 TEST(SafetensorsWriter, MissingDataIsAnError) {
   ScratchDir dir;
   SafetensorsWriter w(dir.file("a.safetensors"), {{"a", Dtype::F32, {2}}});

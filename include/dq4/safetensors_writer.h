@@ -19,9 +19,11 @@ struct TensorSpec {
   uint64_t bytes() const;  // numel x dtype size
 };
 
-// The order in which the safetensors library lays tensors out: larger elements first, then by
-// name. The data region has no gaps, so this is what keeps every tensor aligned to its element
-// size (an int8 [3] tensor followed by an f32 one would leave the f32 data misaligned).
+// The order in which the safetensors library (torch's save_file, save_pretrained) lays tensors
+// out: by its dtype enum, descending (U64, I64, F64, F32, U32, I32, BF16, F16, ..., I8, U8, BOOL),
+// then by name. That is larger elements first: the data region has no gaps, so this is what keeps
+// every tensor aligned to its element size (an int8 [3] tensor followed by an f32 one would leave
+// the f32 data misaligned).
 bool safetensors_order(const TensorSpec& a, const TensorSpec& b);
 
 // One .safetensors file. The header holds "__metadata__": {"format": "pt"} and the tensors in

@@ -45,9 +45,51 @@ std::string safetensors_header_json(const std::vector<TensorSpec>& tensors) {
   return json + "}";
 }
 
+namespace {
+
+// The position of a dtype in the safetensors library's Dtype enum, which its writer sorts by
+// (descending): the enum lists dtypes by element size, so this order keeps data aligned.
+int library_dtype_rank(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::BOOL:
+      return 0;
+    case Dtype::U8:
+      return 1;
+    case Dtype::I8:
+      return 2;
+    case Dtype::F8_E5M2:
+      return 3;
+    case Dtype::F8_E4M3:
+      return 4;
+    case Dtype::I16:
+      return 5;
+    case Dtype::U16:
+      return 6;
+    case Dtype::F16:
+      return 7;
+    case Dtype::BF16:
+      return 8;
+    case Dtype::I32:
+      return 9;
+    case Dtype::U32:
+      return 10;
+    case Dtype::F32:
+      return 11;
+    case Dtype::F64:
+      return 12;
+    case Dtype::I64:
+      return 13;
+    case Dtype::U64:
+      return 14;
+  }
+  throw Error("safetensors_order: unknown dtype");
+}
+
+}  // namespace
+
 bool safetensors_order(const TensorSpec& a, const TensorSpec& b) {
-  const size_t a_size = dtype_size(a.dtype), b_size = dtype_size(b.dtype);
-  return a_size != b_size ? a_size > b_size : a.name < b.name;
+  const int a_rank = library_dtype_rank(a.dtype), b_rank = library_dtype_rank(b.dtype);
+  return a_rank != b_rank ? a_rank > b_rank : a.name < b.name;
 }
 
 SafetensorsWriter::SafetensorsWriter(std::string path, std::vector<TensorSpec> tensors)
