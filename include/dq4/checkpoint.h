@@ -26,6 +26,10 @@ class Checkpoint {
   std::vector<std::string> names() const;                 // sorted
   const std::vector<SafetensorsFile>& files() const { return files_; }
 
+  // Drops the mapped pages that lie wholly inside the tensor `name` (absent: nothing) from memory
+  // once a model has packed it; a later read maps them in again from the file.
+  void release_pages(std::string_view name) const;
+
  private:
   std::string dir_;
   std::vector<SafetensorsFile> files_;

@@ -15,8 +15,8 @@ namespace dq4 {
 struct RopeScaling {
   std::string type;  // "" when absent or null; else rope_type (or the legacy "type")
   double factor = 1.0;
-  double low_freq_factor = 1.0;   // llama3
-  double high_freq_factor = 4.0;  // llama3
+  double low_freq_factor = 1.0;                  // llama3
+  double high_freq_factor = 4.0;                 // llama3
   int64_t original_max_position_embeddings = 0;  // llama3; 0 when absent
   std::vector<std::string> other_keys;  // keys dq4 does not read (the model layer refuses them)
 };
@@ -46,12 +46,17 @@ struct ModelConfig {
   double partial_rotary_factor = 1.0;
   std::vector<int32_t> eos_token_ids;  // eos_token_id, a number or a list; may be empty
   int32_t bos_token_id = -1;           // -1 when absent
+  std::vector<std::string> keys;       // every top-level key with a non-null value, sorted
 
   // Parses config.json text; `file` names it in messages. Throws dq4::Error naming the file and
   // the field for a missing or ill-typed field, or an architecture outside the Llama family.
   static ModelConfig parse(std::string_view config_json, const std::string& file);
   static ModelConfig read(const std::string& model_dir);  // model_dir/config.json
 };
+
+// eos_token_id of model_dir/generation_config.json (a number or a list), or {} when the file is
+// absent. Throws dq4::Error naming the file for malformed JSON or ids.
+std::vector<int32_t> read_generation_eos_ids(const std::string& model_dir);
 
 // One linear layer: its module name ("model.layers.0.self_attn.q_proj"), and its shape.
 struct LinearModule {

@@ -2,6 +2,9 @@
 
 #include "dq4/checkpoint.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "dq4/error.h"
@@ -96,6 +99,17 @@ std::vector<std::string> Checkpoint::names() const {
   out.reserve(tensors_.size());
   for (const auto& [name, location] : tensors_) out.push_back(name);
   return out;
+}
+
+void Checkpoint::release_pages(std::string_view name) const {
+  const TensorView* t = find(name);
+  if (t == nullptr || t->bytes == 0) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(t->data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(t->data) + t->bytes) / page * page;
+  // Only whole pages of this tensor: neighbours sharing a page stay resident. Checkpoints are
+  // private read-only file mappings, so dropped pages read back from the file.
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace dq4

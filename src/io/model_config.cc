@@ -4,6 +4,7 @@
 
 #include <array>
 #include <climits>
+#include <filesystem>
 #include <string_view>
 
 #include "dq4/error.h"
@@ -36,8 +37,7 @@ RopeScaling parse_rope_scaling(const io::JsonFields& rope) {
   r.factor = rope.number("factor").value_or(1.0);
   r.low_freq_factor = rope.number("low_freq_factor").value_or(1.0);
   r.high_freq_factor = rope.number("high_freq_factor").value_or(4.0);
-  r.original_max_position_embeddings =
-      rope.integer("original_max_position_embeddings").value_or(0);
+  r.original_max_position_embeddings = rope.integer("original_max_position_embeddings").value_or(0);
   return r;
 }
 
@@ -122,7 +122,8 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
         c.rope_scaling.other_keys.push_back("rope_scaling." + key);
   }
   if (!(c.rope_theta > 0)) fields.fail("rope_theta", "must be positive");
-  c.hidden_act = fields.string("hidden_act").value_or(fields.string("hidden_activation").value_or("silu"));
+  c.hidden_act =
+      fields.string("hidden_act").value_or(fields.string("hidden_activation").value_or("silu"));
   c.partial_rotary_factor = fields.number("partial_rotary_factor").value_or(1.0);
   // Qwen2/Qwen3 write a sliding_window that applies only with use_sliding_window: true.
   const bool window_switch = fields.has("use_sliding_window");
@@ -134,6 +135,8 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   const std::vector<int32_t> bos = token_ids(fields, "bos_token_id");
   if (bos.size() > 1) fields.fail("bos_token_id", "expected one token id");
   if (!bos.empty()) c.bos_token_id = bos[0];
+  for (const auto& [key, value] : json.items())
+    if (!value.is_null()) c.keys.push_back(key);
   c.tie_word_embeddings = fields.boolean("tie_word_embeddings").value_or(false);
   c.attention_bias =
       fields.boolean("attention_bias").value_or(c.architecture == "Qwen2ForCausalLM");
@@ -146,6 +149,16 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
 ModelConfig ModelConfig::read(const std::string& model_dir) {
   const std::string path = model_dir + "/config.json";
   return parse(io::read_text_file(path, "model config"), path);
+}
+
+std::vector<int32_t> read_generation_eos_ids(const std::string& model_dir) {
+  const std::string path = model_dir + "/generation_config.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  const nlohmann::json json =
+      io::parse_strict_json(io::read_text_file(path, "generation config"), path);
+  const io::JsonFields fields(json, path, "");
+  return token_ids(fields, "eos_token_id");
 }
 
 std::vector<LinearModule> linear_modules(const ModelConfig& c) {

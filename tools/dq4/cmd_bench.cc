@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bench/kernel_bench.h"
+#include "bench/model_bench.h"
 #include "bench/tokenizer_bench.h"
 #include "commands.h"
 #include "dq4/error.h"
@@ -21,6 +22,8 @@ const Kind kKinds[] = {
     {"kernels",
      "W4A8 matmul kernels over Llama shapes vs read bandwidth, int8 peak and OpenBLAS f32",
      bench::run_kernel_bench},
+    {"model", "a whole model: prompt and decode tokens/s vs bandwidth and int8-peak ceilings",
+     bench::run_model_bench},
     {"tokenizer", "tokenizer encode MB/s on English and code, vs Hugging Face tokenizers",
      bench::run_tokenizer_bench},
 };

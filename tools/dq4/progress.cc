@@ -14,6 +14,19 @@ ProgressBar::~ProgressBar() {
   if (drawn_) std::fputs("\r\033[K", stderr);
 }
 
+void ProgressBar::update(int64_t done, int64_t total, const char* unit) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && done != total && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  last_draw_ = now;
+  drawn_ = true;
+  constexpr int kWidth = 30;
+  const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
+  std::fprintf(stderr, "\r%s [%s%s] %lld/%lld %s\033[K", label_.c_str(),
+               std::string(filled, '#').c_str(), std::string(kWidth - filled, ' ').c_str(),
+               static_cast<long long>(done), static_cast<long long>(total), unit);
+}
+
 void ProgressBar::update(const WriteProgress& p) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();

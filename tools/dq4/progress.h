@@ -16,6 +16,8 @@ class ProgressBar {
   explicit ProgressBar(std::string label);
   ~ProgressBar();  // clears the line
   void update(const WriteProgress& progress);
+  // `done` of `total` things counted in `unit` ("layers", "windows").
+  void update(int64_t done, int64_t total, const char* unit);
   // A callback for the library that updates this bar.
   ProgressCallback callback();
 

@@ -1,0 +1,25 @@
+#pragma once
+// The element-wise and per-row operations a decoder layer runs besides Linear and attention, in
+// f32. Each row's result depends only on that row, so a batch gives what rows run alone give.
+
+#include <cstdint>
+
+namespace dq4::ops {
+
+// y[r] = weight * (x[r] * 1/sqrt(mean(x[r]^2) + eps)) for rows r of `cols` values (row strides
+// ldx, ldy; y may be x). As transformers' LlamaRMSNorm computes it in f32.
+void rms_norm(const float* x, int64_t rows, int64_t cols, int64_t ldx, const float* weight,
+              float eps, float* y, int64_t ldy);
+
+// Rotary embedding in Hugging Face's rotate_half layout, in place, on `heads` heads of head_dim
+// values (consecutive) of one row at `position`: for i < head_dim / 2, with a = position *
+// inv_freq[i] (f32), (x[i], x[i + half]) <- (x[i] cos a - x[i + half] sin a,
+// x[i + half] cos a + x[i] sin a).
+void rope(float* x, int64_t heads, int64_t head_dim, int64_t position, const float* inv_freq);
+
+// out[r][i] = silu(gate[r][i]) * up[r][i], silu(g) = g / (1 + exp(-g)); `gate_up` holds the gate
+// in its first `cols` columns and up in the next `cols` (one fused Linear's output).
+void silu_mul(const float* gate_up, int64_t rows, int64_t cols, int64_t ld_gate_up, float* out,
+              int64_t ldo);
+
+}  // namespace dq4::ops

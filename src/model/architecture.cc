@@ -1,0 +1,162 @@
+// config.json -> Architecture: which Llama-family variant runs, its names and its rope.
+
+#include "dq4/architecture.h"
+
+#include <cmath>
+#include <set>
+#include <string_view>
+
+#include "dq4/error.h"
+
+namespace dq4 {
+namespace {
+
+// Config fields of related architectures that change the forward pass in ways dq4 does not
+// implement; a config carrying one is refused rather than run wrong.
+const std::set<std::string_view>& unsupported_keys() {
+  static const std::set<std::string_view> keys = {
+      "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar",
+      "logits_scaling",         "embedding_multiplier",    "residual_multiplier",
+      "attention_multiplier",   "num_experts",             "num_local_experts",
+      "moe_intermediate_size",  "layer_types",             "no_rope_layers",
+      "use_qk_norm",            "attention_chunk_size",    "rope_interleaved"};
+  return keys;
+}
+
+[[noreturn]] void refuse(const std::string& file, const std::string& field,
+                         const std::string& why) {
+  throw Error(file + ": " + field + ": " + why);
+}
+
+void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) {
+  const RopeScaling& r = c.rope_scaling;
+  if (!r.other_keys.empty())
+    refuse(file, r.other_keys.front(), "dq4 does not implement this rope setting");
+  if (r.type.empty()) {
+    a.rope = RopeVariant::plain;
+  } else if (r.type == "linear") {
+    if (!(r.factor > 0)) refuse(file, "rope_scaling.factor", "must be positive");
+    a.rope = RopeVariant::linear;
+  } else if (r.type == "llama3") {
+    if (!(r.factor > 0)) refuse(file, "rope_scaling.factor", "must be positive");
+    if (r.original_max_position_embeddings <= 0)
+      refuse(file, "rope_scaling.original_max_position_embeddings", "missing or not positive");
+    if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0))
+      refuse(file, "rope_scaling", "needs 0 < low_freq_factor < high_freq_factor");
+    a.rope = RopeVariant::llama3;
+  } else {
+    refuse(file, "rope_scaling.rope_type",
+           "'" + r.type + "' is not supported (dq4 runs none, 'linear' and 'llama3')");
+  }
+  if (c.partial_rotary_factor != 1.0)
+    refuse(file, "partial_rotary_factor", "dq4 rotates whole heads only (1.0)");
+  if (c.head_dim % 2 != 0) refuse(file, "head_dim", "must be even for rotary embeddings");
+  if (c.head_dim > 1024) refuse(file, "head_dim", "dq4 runs heads of at most 1024 values");
+}
+
+}  // namespace
+
+Architecture Architecture::from_config(const ModelConfig& c, const std::string& file) {
+  Architecture a;
+  a.config = c;
+  const std::string& arch = c.architecture;
+  const bool llama = arch == "LlamaForCausalLM", mistral = arch == "MistralForCausalLM",
+             qwen2 = arch == "Qwen2ForCausalLM", qwen3 = arch == "Qwen3ForCausalLM";
+  if (!llama && !mistral && !qwen2 && !qwen3)
+    refuse(file, "architectures",
+           "'" + arch +
+               "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
+               "Qwen2ForCausalLM, Qwen3ForCausalLM)");
+  for (const std::string& key : c.keys)
+    if (unsupported_keys().contains(key))
+      refuse(file, key, "changes the forward pass in a way dq4 does not implement");
+  if (c.hidden_act != "silu")
+    refuse(file, "hidden_act", "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
+  check_rope(c, file, a);
+  a.qk_norm = qwen3;
+  // Llama's modeling code ignores sliding_window; Mistral's applies it to every layer; Qwen's
+  // use_sliding_window applies it to some layers only (max_window_layers), which dq4 does not do.
+  if (mistral) a.sliding_window = c.sliding_window;
+  if ((qwen2 || qwen3) && c.sliding_window > 0)
+    refuse(file, "use_sliding_window", "Qwen's per-layer sliding window is not supported");
+  if (!c.tie_word_embeddings) a.head = LinearModule{"lm_head", c.vocab_size, c.hidden_size, false};
+  return a;
+}
+
+Architecture Architecture::read(const std::string& model_dir) {
+  return from_config(ModelConfig::read(model_dir), model_dir + "/config.json");
+}
+
+LayerModules Architecture::layer(int64_t index) const {
+  const ModelConfig& c = config;
+  const int64_t q_features = c.num_attention_heads * c.head_dim;
+  const int64_t kv_features = c.num_key_value_heads * c.head_dim;
+  const std::string prefix = "model.layers." + std::to_string(index) + ".";
+  LayerModules m;
+  m.input_norm = prefix + "input_layernorm.weight";
+  m.post_attention_norm = prefix + "post_attention_layernorm.weight";
+  if (qk_norm) {
+    m.q_norm = prefix + "self_attn.q_norm.weight";
+    m.k_norm = prefix + "self_attn.k_norm.weight";
+  }
+  const bool bias = c.attention_bias;
+  m.attention_input = {{prefix + "self_attn.q_proj", q_features, c.hidden_size, bias},
+                       {prefix + "self_attn.k_proj", kv_features, c.hidden_size, bias},
+                       {prefix + "self_attn.v_proj", kv_features, c.hidden_size, bias}};
+  // Qwen2's o_proj has no bias even though its q/k/v have one.
+  const bool o_bias = bias && c.architecture != "Qwen2ForCausalLM";
+  m.attention_output = {prefix + "self_attn.o_proj", c.hidden_size, q_features, o_bias};
+  m.mlp_input = {{prefix + "mlp.gate_proj", c.intermediate_size, c.hidden_size, c.mlp_bias},
+                 {prefix + "mlp.up_proj", c.intermediate_size, c.hidden_size, c.mlp_bias}};
+  m.mlp_output = {prefix + "mlp.down_proj", c.hidden_size, c.intermediate_size, c.mlp_bias};
+  return m;
+}
+
+std::vector<std::vector<LinearModule>> Architecture::linear_groups() const {
+  std::vector<std::vector<LinearModule>> groups;
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    LayerModules m = layer(i);
+    groups.push_back(std::move(m.attention_input));
+    groups.push_back({std::move(m.attention_output)});
+    groups.push_back(std::move(m.mlp_input));
+    groups.push_back({std::move(m.mlp_output)});
+  }
+  if (head) groups.push_back({*head});
+  return groups;
+}
+
+std::vector<LinearModule> Architecture::linear_modules() const {
+  std::vector<LinearModule> modules;
+  for (auto& group : linear_groups())
+    for (auto& m : group) modules.push_back(std::move(m));
+  return modules;
+}
+
+std::vector<float> Architecture::rope_inv_freq() const {
+  const int64_t half = config.head_dim / 2;
+  const RopeScaling& r = config.rope_scaling;
+  std::vector<float> inv(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    // As transformers computes it: base ** (2i / dim) in float32.
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(config.head_dim);
+    float f = 1.0f / std::pow(static_cast<float>(config.rope_theta), exponent);
+    if (rope == RopeVariant::linear) f /= static_cast<float>(r.factor);
+    if (rope == RopeVariant::llama3) {
+      const double old_len = static_cast<double>(r.original_max_position_embeddings);
+      const double low_wavelen = old_len / r.low_freq_factor;
+      const double high_wavelen = old_len / r.high_freq_factor;
+      const double wavelen = 2 * M_PI / f;
+      if (wavelen > low_wavelen) {
+        f = static_cast<float>(f / r.factor);
+      } else if (wavelen >= high_wavelen) {
+        const double smooth =
+            (old_len / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+        f = static_cast<float>((1 - smooth) * f / r.factor + smooth * f);
+      }
+    }
+    inv[static_cast<size_t>(i)] = f;
+  }
+  return inv;
+}
+
+}  // namespace dq4

@@ -1,0 +1,248 @@
+// Model::forward: one batched pass of a Llama-family decoder over several sequences.
+//
+//   x = embed(tokens)
+//   per layer: h = rmsnorm(x); q,k,v = qkv(h); [Qwen3: per-head rmsnorm of q, k]; rope(q, k);
+//              store k, v in the cache; x += o(attention(q, cache)); h = rmsnorm(x);
+//              x += down(silu(gate(h)) * up(h))
+//   logits = head(rmsnorm(x)) for the rows asked for
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "dq4/error.h"
+#include "dq4/half.h"
+#include "dq4/ops.h"
+#include "dq4/thread_pool.h"
+#include "model_impl.h"
+#include "weights.h"
+
+namespace dq4 {
+namespace {
+
+// Runs fn(r0, r1) over row ranges of [0, rows), in parallel when the work is worth a hand-off.
+template <class Fn>
+void for_rows(ThreadPool& pool, int64_t rows, int64_t work_per_row, Fn&& fn) {
+  constexpr int64_t kMinWorkPerTask = 16384;
+  const int64_t per_task = std::max<int64_t>(1, kMinWorkPerTask / std::max<int64_t>(1, work_per_row));
+  const int64_t tasks = std::min<int64_t>((rows + per_task - 1) / per_task, pool.size());
+  if (tasks <= 1) {
+    fn(int64_t{0}, rows);
+    return;
+  }
+  pool.run(tasks, [&](int64_t t) { fn(rows * t / tasks, rows * (t + 1) / tasks); });
+}
+
+void check_batch(std::span<const SequenceInput> batch, const KvCache& cache,
+                 const ModelConfig& c) {
+  const KvCacheShape& s = cache.shape();
+  if (s.layers != c.num_hidden_layers || s.kv_heads != c.num_key_value_heads ||
+      s.head_dim != c.head_dim)
+    throw Error("forward: the KV cache was shaped for another model (layers, kv heads, head_dim)");
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SequenceInput& seq = batch[i];
+    const std::string where = "forward: sequence " + std::to_string(i) + ": ";
+    if (seq.tokens.empty()) throw Error(where + "no tokens");
+    if (seq.start < 0) throw Error(where + "negative start");
+    const int64_t end = seq.start + static_cast<int64_t>(seq.tokens.size());
+    if (end > c.max_position_embeddings)
+      throw Error(where + "positions up to " + std::to_string(end) + " exceed the context of " +
+                  std::to_string(c.max_position_embeddings) + " tokens");
+    if (static_cast<int64_t>(seq.block_table.size()) * s.block_size < end)
+      throw Error(where + "block table of " + std::to_string(seq.block_table.size()) +
+                  " blocks is too short for " + std::to_string(end) + " tokens");
+    for (int32_t b : seq.block_table)
+      if (b < 0 || b >= s.blocks)
+        throw Error(where + "block " + std::to_string(b) + " is outside the cache");
+    for (int32_t t : seq.tokens)
+      if (t < 0 || t >= c.vocab_size)
+        throw Error(where + "token id " + std::to_string(t) + " is outside the vocabulary of " +
+                    std::to_string(c.vocab_size));
+  }
+}
+
+// Copies the key and value heads of one row into the cache slot of `position`.
+void store_kv(KvCache& cache, int64_t layer, std::span<const int32_t> block_table,
+              int64_t position, const float* k, const float* v) {
+  const KvCacheShape& s = cache.shape();
+  const int64_t block = block_table[static_cast<size_t>(position / s.block_size)];
+  const int64_t slot = position % s.block_size;
+  for (int64_t g = 0; g < s.kv_heads; ++g) {
+    const int64_t offset = block * cache.block_stride() + (g * s.block_size + slot) * s.head_dim;
+    const float* ks = k + g * s.head_dim;
+    const float* vs = v + g * s.head_dim;
+    if (s.type == attention::KvType::f32) {
+      std::memcpy(static_cast<float*>(cache.keys(layer)) + offset, ks, s.head_dim * sizeof(float));
+      std::memcpy(static_cast<float*>(cache.values(layer)) + offset, vs,
+                  s.head_dim * sizeof(float));
+    } else {
+      uint16_t* kd = static_cast<uint16_t*>(cache.keys(layer)) + offset;
+      uint16_t* vd = static_cast<uint16_t*>(cache.values(layer)) + offset;
+      for (int64_t d = 0; d < s.head_dim; ++d) {
+        kd[d] = f32_to_bf16(ks[d]);
+        vd[d] = f32_to_bf16(vs[d]);
+      }
+    }
+  }
+}
+
+void add_rows(float* x, const float* y, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace
+
+int64_t Model::logit_rows(std::span<const SequenceInput> batch) {
+  int64_t rows = 0;
+  for (const SequenceInput& s : batch) {
+    if (s.logits == SequenceInput::Logits::last) rows += 1;
+    if (s.logits == SequenceInput::Logits::all) rows += static_cast<int64_t>(s.tokens.size());
+  }
+  return rows;
+}
+
+void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float* logits,
+                    ThreadPool* pool_arg) {
+  Impl& m = *impl_;
+  const ModelConfig& c = m.arch.config;
+  ThreadPool& pool = pool_arg != nullptr ? *pool_arg : ThreadPool::global();
+  check_batch(batch, cache, c);
+
+  const int64_t hidden = c.hidden_size, head_dim = c.head_dim;
+  const int64_t q_cols = c.num_attention_heads * head_dim, kv_cols = c.num_key_value_heads * head_dim;
+  const int64_t qkv_cols = q_cols + 2 * kv_cols, inter = c.intermediate_size;
+  int64_t rows = 0;
+  for (const SequenceInput& s : batch) rows += static_cast<int64_t>(s.tokens.size());
+
+  Impl::Workspace& ws = m.ws;
+  const auto size = [rows](std::vector<float>& v, int64_t cols) {
+    if (v.size() < static_cast<size_t>(rows * cols)) v.resize(static_cast<size_t>(rows * cols));
+    return v.data();
+  };
+  float* x = size(ws.x, hidden);
+  float* h = size(ws.h, hidden);
+  float* qkv = size(ws.qkv, qkv_cols);
+  float* attn = size(ws.attn, q_cols);
+  float* gate_up = size(ws.gate_up, 2 * inter);
+  float* act = size(ws.act, inter);
+  ws.positions.resize(static_cast<size_t>(rows));
+
+  // Embeddings, widened from the mapped table, and each row's position.
+  {
+    int64_t r = 0;
+    const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(m.embedding->dtype);
+    for (const SequenceInput& s : batch)
+      for (size_t i = 0; i < s.tokens.size(); ++i, ++r) {
+        model::widen_row(m.embedding->data + static_cast<size_t>(s.tokens[i]) * row_bytes,
+                         m.embedding->dtype, hidden, x + r * hidden);
+        ws.positions[static_cast<size_t>(r)] = s.start + static_cast<int64_t>(i);
+      }
+  }
+
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const DecoderLayer& layer = m.layers[l];
+    const int64_t li = static_cast<int64_t>(l);
+    for_rows(pool, rows, hidden, [&](int64_t r0, int64_t r1) {
+      ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.input_norm.data(), eps,
+                    h + r0 * hidden, hidden);
+    });
+    layer.qkv.forward(h, rows, hidden, qkv, qkv_cols, &pool);
+
+    // q/k norms (Qwen3), rotary embeddings, and the new keys and values into the cache.
+    {
+      int64_t r = 0;
+      for (const SequenceInput& s : batch) {
+        const int64_t n = static_cast<int64_t>(s.tokens.size());
+        for_rows(pool, n, qkv_cols, [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < i1; ++i) {
+            float* q = qkv + (r + i) * qkv_cols;
+            float* k = q + q_cols;
+            if (!layer.q_norm.empty()) {
+              ops::rms_norm(q, c.num_attention_heads, head_dim, head_dim, layer.q_norm.data(), eps,
+                            q, head_dim);
+              ops::rms_norm(k, c.num_key_value_heads, head_dim, head_dim, layer.k_norm.data(),
+                            eps, k, head_dim);
+            }
+            const int64_t position = s.start + i;
+            ops::rope(q, c.num_attention_heads, head_dim, position, m.inv_freq.data());
+            ops::rope(k, c.num_key_value_heads, head_dim, position, m.inv_freq.data());
+            store_kv(cache, li, s.block_table, position, k, k + kv_cols);
+          }
+        });
+        r += n;
+      }
+    }
+
+    // Attention, one sequence at a time (each call is parallel over heads and rows).
+    {
+      int64_t r = 0;
+      for (const SequenceInput& s : batch) {
+        attention::Args a;
+        a.q = qkv + r * qkv_cols;
+        a.ldq = qkv_cols;
+        a.out = attn + r * q_cols;
+        a.ldo = q_cols;
+        a.tokens = static_cast<int64_t>(s.tokens.size());
+        a.first_position = s.start;
+        a.num_heads = c.num_attention_heads;
+        a.num_kv_heads = c.num_key_value_heads;
+        a.head_dim = head_dim;
+        a.window = m.arch.sliding_window;
+        a.scale = scale;
+        a.kv.keys = cache.keys(li);
+        a.kv.values = cache.values(li);
+        a.kv.block_stride = cache.block_stride();
+        a.kv.block_size = cache.block_size();
+        a.kv.block_table = s.block_table.data();
+        a.kv.type = cache.shape().type;
+        a.pool = &pool;
+        attention::run(a);
+        r += a.tokens;
+      }
+    }
+
+    layer.o.forward(attn, rows, q_cols, h, hidden, &pool);
+    for_rows(pool, rows, hidden, [&](int64_t r0, int64_t r1) {
+      add_rows(x + r0 * hidden, h + r0 * hidden, r1 - r0, hidden);
+      ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.post_attention_norm.data(),
+                    eps, h + r0 * hidden, hidden);
+    });
+    layer.gate_up.forward(h, rows, hidden, gate_up, 2 * inter, &pool);
+    for_rows(pool, rows, 2 * inter, [&](int64_t r0, int64_t r1) {
+      ops::silu_mul(gate_up + r0 * 2 * inter, r1 - r0, inter, 2 * inter, act + r0 * inter, inter);
+    });
+    layer.down.forward(act, rows, inter, h, hidden, &pool);
+    for_rows(pool, rows, hidden, [&](int64_t r0, int64_t r1) {
+      add_rows(x + r0 * hidden, h + r0 * hidden, r1 - r0, hidden);
+    });
+  }
+
+  // The final norm and the head, for the rows that need logits only.
+  const int64_t out_rows = logit_rows(batch);
+  if (out_rows == 0) return;
+  if (ws.head_in.size() < static_cast<size_t>(out_rows * hidden))
+    ws.head_in.resize(static_cast<size_t>(out_rows * hidden));
+  int64_t r = 0, o = 0;
+  for (const SequenceInput& s : batch) {
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (s.logits == SequenceInput::Logits::all) {
+      ops::rms_norm(x + r * hidden, n, hidden, hidden, m.final_norm.data(), eps,
+                    ws.head_in.data() + o * hidden, hidden);
+      o += n;
+    } else if (s.logits == SequenceInput::Logits::last) {
+      ops::rms_norm(x + (r + n - 1) * hidden, 1, hidden, hidden, m.final_norm.data(), eps,
+                    ws.head_in.data() + o * hidden, hidden);
+      o += 1;
+    }
+    r += n;
+  }
+  const auto head_start = std::chrono::steady_clock::now();
+  m.head.forward(ws.head_in.data(), out_rows, hidden, logits, c.vocab_size, &pool);
+  m.head_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - head_start).count();
+}
+
+}  // namespace dq4

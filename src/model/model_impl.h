@@ -1,0 +1,41 @@
+#pragma once
+// What a loaded model holds (Model::Impl), shared by loading (model_load.cc) and the forward pass
+// (model_forward.cc).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dq4/architecture.h"
+#include "dq4/checkpoint.h"
+#include "dq4/linear.h"
+#include "dq4/model.h"
+
+namespace dq4 {
+
+struct DecoderLayer {
+  std::vector<float> input_norm, post_attention_norm;
+  std::vector<float> q_norm, k_norm;  // Qwen3: [head_dim] each; empty otherwise
+  Linear qkv, o, gate_up, down;
+};
+
+struct Model::Impl {
+  Architecture arch;
+  Checkpoint checkpoint;  // keeps the embedding table mapped
+  const TensorView* embedding = nullptr;
+  std::vector<DecoderLayer> layers;
+  std::vector<float> final_norm;
+  Linear head;
+  std::vector<float> inv_freq;
+  std::vector<int32_t> eos_ids;
+  LoadReport report;
+  double head_seconds = 0;
+
+  // Activations of the batch being run, reused from call to call.
+  struct Workspace {
+    std::vector<float> x, h, qkv, attn, gate_up, act, head_in;
+    std::vector<int64_t> positions;
+  } ws;
+};
+
+}  // namespace dq4

@@ -1,0 +1,147 @@
+// Model::load: config -> architecture, every linear through Linear (fused by shared input), norms
+// as f32, the embedding table left mapped in the checkpoint's dtype.
+
+#include <chrono>
+#include <algorithm>
+
+#include "dq4/error.h"
+#include "dq4/quant_config.h"
+#include "model_impl.h"
+#include "weights.h"
+
+namespace dq4 {
+namespace {
+
+constexpr const char* kModuleTensorSuffixes[] = {".weight", ".weight_packed", ".weight_scale",
+                                                 ".weight_shape", ".bias"};
+
+// A module that config.json says has a bias must have one in the checkpoint.
+void check_biases(const Checkpoint& checkpoint, const std::vector<LinearModule>& modules) {
+  for (const LinearModule& m : modules)
+    if (m.has_bias && checkpoint.find(m.name + ".bias") == nullptr)
+      throw Error("module '" + m.name + "': config.json implies a bias, but " + checkpoint.dir() +
+                  " holds no tensor '" + m.name + ".bias'");
+}
+
+}  // namespace
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& options,
+                                   ThreadPool* /*pool: packing uses the global pool*/) {
+  const auto start = std::chrono::steady_clock::now();
+  auto impl = std::make_unique<Impl>();
+  impl->arch = Architecture::read(dir);
+  const ModelConfig& c = impl->arch.config;
+  const QuantizationConfig quant = QuantizationConfig::read(dir);
+  impl->checkpoint = Checkpoint::open_dir(dir);
+  const Checkpoint& ckpt = impl->checkpoint;
+
+  const TensorView& embedding = ckpt.tensor(impl->arch.embedding);
+  if (embedding.dtype != Dtype::F32 && embedding.dtype != Dtype::BF16 &&
+      embedding.dtype != Dtype::F16)
+    throw Error("tensor '" + embedding.name + "' in " + embedding.file +
+                ": embeddings must be F32, BF16 or F16, got " +
+                std::string(dtype_name(embedding.dtype)));
+  if (embedding.shape != std::vector<int64_t>{c.vocab_size, c.hidden_size})
+    throw Error("tensor '" + embedding.name + "' in " + embedding.file + ": expected shape [" +
+                std::to_string(c.vocab_size) + ", " + std::to_string(c.hidden_size) +
+                "] from config.json, got " + embedding.shape_string());
+  impl->embedding = &embedding;
+
+  LinearOptions layer_options = options.linear;
+  if (options.quantize_group) layer_options.quantize_dense_group = options.quantize_group;
+  const int64_t total = c.num_hidden_layers * 4 + 1;
+  int64_t done = 0;
+  const auto packed = [&](const std::vector<LinearModule>& modules) {
+    for (const LinearModule& m : modules)
+      for (const char* suffix : kModuleTensorSuffixes) ckpt.release_pages(m.name + suffix);
+    if (options.progress) options.progress(++done, total);
+  };
+  const auto load_group = [&](const std::vector<LinearModule>& modules) {
+    check_biases(ckpt, modules);
+    Linear linear = Linear::load(ckpt, quant, modules, layer_options);
+    packed(modules);
+    return linear;
+  };
+
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const LayerModules names = impl->arch.layer(i);
+    DecoderLayer layer;
+    layer.input_norm = model::read_vector(ckpt, names.input_norm, c.hidden_size);
+    layer.post_attention_norm = model::read_vector(ckpt, names.post_attention_norm, c.hidden_size);
+    if (impl->arch.qk_norm) {
+      layer.q_norm = model::read_vector(ckpt, names.q_norm, c.head_dim);
+      layer.k_norm = model::read_vector(ckpt, names.k_norm, c.head_dim);
+    }
+    layer.qkv = load_group(names.attention_input);
+    layer.o = load_group({names.attention_output});
+    layer.gate_up = load_group(names.mlp_input);
+    layer.down = load_group({names.mlp_output});
+    impl->layers.push_back(std::move(layer));
+  }
+  impl->final_norm = model::read_vector(ckpt, impl->arch.final_norm, c.hidden_size);
+  if (impl->arch.head) {
+    impl->head = Linear::load(ckpt, quant, std::span(&*impl->arch.head, 1), options.linear);
+    packed({*impl->arch.head});
+  } else {
+    impl->head = Linear::from_dense_tensor(embedding, options.linear);
+    // Decode gathers a few rows at a time; the rest of the table need not stay resident.
+    ckpt.release_pages(embedding.name);
+    if (options.progress) options.progress(++done, total);
+  }
+
+  impl->inv_freq = impl->arch.rope_inv_freq();
+  impl->eos_ids = c.eos_token_ids;
+  for (int32_t id : read_generation_eos_ids(dir))
+    if (std::find(impl->eos_ids.begin(), impl->eos_ids.end(), id) == impl->eos_ids.end())
+      impl->eos_ids.push_back(id);
+
+  LoadReport& r = impl->report;
+  r.packed_bytes = impl->head.bytes();
+  r.other_bytes = impl->final_norm.size() * sizeof(float) + impl->inv_freq.size() * sizeof(float);
+  for (const DecoderLayer& l : impl->layers) {
+    r.packed_bytes += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
+    r.other_bytes += (l.input_norm.size() + l.post_attention_norm.size() + l.q_norm.size() +
+                      l.k_norm.size()) *
+                     sizeof(float);
+  }
+  r.embedding_bytes = embedding.bytes;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+const ModelConfig& Model::config() const { return impl_->arch.config; }
+const LoadReport& Model::load_report() const { return impl_->report; }
+int64_t Model::vocab_size() const { return impl_->arch.config.vocab_size; }
+int64_t Model::max_context() const { return impl_->arch.config.max_position_embeddings; }
+const std::vector<int32_t>& Model::eos_ids() const { return impl_->eos_ids; }
+double Model::head_seconds() const { return impl_->head_seconds; }
+void Model::reset_head_seconds() { impl_->head_seconds = 0; }
+
+KvCacheShape Model::kv_shape(int64_t blocks, int64_t block_size, attention::KvType type) const {
+  const ModelConfig& c = config();
+  return {c.num_hidden_layers, c.num_key_value_heads, c.head_dim, block_size, blocks, type};
+}
+
+size_t Model::bytes_per_token() const {
+  const size_t row = static_cast<size_t>(config().hidden_size) * dtype_size(impl_->embedding->dtype);
+  return impl_->report.packed_bytes + impl_->report.other_bytes + row;
+}
+
+std::vector<std::string> Model::describe() const {
+  std::vector<std::string> lines;
+  if (!impl_->layers.empty()) {
+    const DecoderLayer& l = impl_->layers.front();
+    lines.push_back("attention input: " + l.qkv.description());
+    lines.push_back("attention output: " + l.o.description());
+    lines.push_back("mlp input: " + l.gate_up.description());
+    lines.push_back("mlp output: " + l.down.description());
+  }
+  lines.push_back(std::string(impl_->arch.head ? "head: " : "head (tied): ") +
+                  impl_->head.description());
+  return lines;
+}
+
+}  // namespace dq4

@@ -1,0 +1,19 @@
+#pragma once
+// Reading the small f32 tensors of a model (norm weights) out of a checkpoint.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dq4/checkpoint.h"
+
+namespace dq4::model {
+
+// The tensor `name` as f32 (F32, BF16 or F16 widened exactly). Throws dq4::Error naming the
+// tensor and file when it is missing, of another dtype or not of shape [size].
+std::vector<float> read_vector(const Checkpoint& checkpoint, const std::string& name, int64_t size);
+
+// Widens `count` values of `dtype` (F32, BF16 or F16) at `data` to f32.
+void widen_row(const uint8_t* data, Dtype dtype, int64_t count, float* out);
+
+}  // namespace dq4::model

@@ -1,0 +1,126 @@
+// Sampling: greedy, seeds, truncation (top-k, top-p, min-p), penalties, log-probabilities.
+
+#include "dq4/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "expect_error.h"
+
+namespace dq4 {
+namespace {
+
+std::vector<int32_t> draws(SamplingParams p, const std::vector<float>& logits, int n) {
+  Sampler s(p);
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> row = logits;
+    out.push_back(s.sample(row, {}, {}));
+  }
+  return out;
+}
+
+const std::vector<float> kLogits = {1.0f, 3.0f, 2.0f, 0.5f, 3.0f, -1.0f};
+
+TEST(Sampler, GreedyTakesTheLowestIdOfTheMax) {
+  SamplingParams p;
+  p.temperature = 0;
+  EXPECT_EQ(draws(p, kLogits, 3), (std::vector<int32_t>{1, 1, 1}));
+}
+
+TEST(Sampler, SameSeedSameTokens) {
+  SamplingParams p;
+  p.seed = 42;
+  const auto a = draws(p, kLogits, 200), b = draws(p, kLogits, 200);
+  EXPECT_EQ(a, b);
+  p.seed = 43;
+  EXPECT_NE(draws(p, kLogits, 200), a);
+}
+
+TEST(Sampler, FollowsTheDistribution) {
+  SamplingParams p;
+  p.seed = 7;
+  const int n = 60000;
+  const auto d = draws(p, kLogits, n);
+  double z = 0;
+  for (float l : kLogits) z += std::exp(l);
+  for (size_t t = 0; t < kLogits.size(); ++t) {
+    const double want = std::exp(kLogits[t]) / z;
+    const double got = static_cast<double>(std::count(d.begin(), d.end(), t)) / n;
+    EXPECT_NEAR(got, want, 5 * std::sqrt(want * (1 - want) / n) + 1e-4) << t;
+  }
+}
+
+TEST(Sampler, TruncationKeepsOnlyTheAllowedTokens) {
+  SamplingParams p;
+  p.seed = 1;
+  p.top_k = 2;  // the two 3.0 logits
+  for (int32_t t : draws(p, kLogits, 300)) EXPECT_TRUE(t == 1 || t == 4) << t;
+  p.top_k = 0;
+  p.top_p = 0.5f;  // tokens 1 and 4 hold ~0.64 together; 1 alone ~0.32
+  for (int32_t t : draws(p, kLogits, 300)) EXPECT_TRUE(t == 1 || t == 4) << t;
+  p.top_p = 1.0f;
+  p.min_p = 0.5f;  // exp(2 - 3) = 0.37 < 0.5: only the two top tokens
+  for (int32_t t : draws(p, kLogits, 300)) EXPECT_TRUE(t == 1 || t == 4) << t;
+  p.min_p = 0.3f;  // token 2 (0.37) joins
+  const auto d = draws(p, kLogits, 600);
+  EXPECT_GT(std::count(d.begin(), d.end(), 2), 0);
+  for (int32_t t : d) EXPECT_TRUE(t == 1 || t == 4 || t == 2) << t;
+}
+
+TEST(Sampler, Penalties) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.repetition_penalty = 2.0f;
+  Sampler s(p);
+  std::vector<float> row = kLogits;
+  const std::vector<int32_t> prompt = {1}, generated = {4};
+  // 3 / 2 for both 1 and 4: token 2 (2.0) wins.
+  EXPECT_EQ(s.sample(row, prompt, generated), 2);
+  EXPECT_FLOAT_EQ(row[1], 1.5f);
+  SamplingParams q;
+  q.temperature = 0;
+  q.presence_penalty = 0.5f;
+  q.frequency_penalty = 0.4f;
+  Sampler t(q);
+  row = kLogits;
+  const std::vector<int32_t> twice = {1, 1};
+  // Token 1: 3 - 0.5 - 0.8 = 1.7; token 4 keeps 3 and wins; the prompt does not count.
+  EXPECT_EQ(t.sample(row, prompt, twice), 4);
+  EXPECT_FLOAT_EQ(row[1], 1.7f);
+}
+
+TEST(Sampler, Logprobs) {
+  double z = 0;
+  for (float l : kLogits) z += std::exp(static_cast<double>(l));
+  EXPECT_NEAR(token_logprob(kLogits, 2), 2.0 - std::log(z), 1e-6);
+  const auto top = top_logprobs(kLogits, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].token, 1);
+  EXPECT_EQ(top[1].token, 4);
+  EXPECT_EQ(top[2].token, 2);
+  EXPECT_NEAR(top[0].logprob, 3.0 - std::log(z), 1e-6);
+}
+
+TEST(Sampler, RefusesBadParameters) {
+  SamplingParams p;
+  p.temperature = -1;
+  test::expect_error([&] { Sampler s(p); }, "temperature");
+  p = {};
+  p.top_p = 0;
+  test::expect_error([&] { Sampler s(p); }, "top_p");
+  p = {};
+  p.min_p = 2;
+  test::expect_error([&] { Sampler s(p); }, "min_p");
+  p = {};
+  p.repetition_penalty = 0;
+  test::expect_error([&] { Sampler s(p); }, "repetition_penalty");
+  p = {};
+  p.presence_penalty = 3;
+  test::expect_error([&] { Sampler s(p); }, "presence_penalty");
+}
+
+}  // namespace
+}  // namespace dq4

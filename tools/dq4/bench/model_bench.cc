@@ -1,0 +1,259 @@
+#include "bench/model_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "bench/references.h"
+#include "dq4/architecture.h"
+#include "dq4/error.h"
+#include "dq4/session.h"
+#include "dq4/synth.h"
+#include "dq4/thread_pool.h"
+#include "dq4/w4a8.h"
+#include "load_options.h"
+#include "model_options.h"
+#include "progress.h"
+
+namespace dq4::cli::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Case {
+  std::string phase;  // "prompt" or "decode"
+  std::string head;   // what the head runs
+  int64_t tokens = 0;
+  int threads = 0;
+  double tokens_per_s = 0;
+  // Int-ops (prompt) or bytes read (decode) per token: the ceiling is the machine's int8 peak or
+  // read bandwidth divided by it.
+  double work_per_token = 0;
+  double ceiling_tokens_per_s = 0;
+  double head_share = 0;  // decode: fraction of the time spent in the head
+  double peak_rss_mb = 0;
+};
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (int32_t& t : out) t = pick(rng);
+  return out;
+}
+
+// Multiply-adds per token in the linear layers (2 int-ops each), attention left out.
+double linear_ops_per_token(const ModelConfig& c) {
+  const Architecture arch = Architecture::from_config(c, "config.json");
+  double macs = 0;
+  for (const LinearModule& m : arch.linear_modules())
+    macs += static_cast<double>(m.out_features) * static_cast<double>(m.in_features);
+  if (!arch.head) macs += static_cast<double>(c.vocab_size) * static_cast<double>(c.hidden_size);
+  return 2 * macs;
+}
+
+// K and V bytes attention reads per decoded token at context `ctx`.
+double kv_bytes(const ModelConfig& c, int64_t ctx, attention::KvType type) {
+  const double element = type == attention::KvType::f32 ? 4 : 2;
+  return 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) *
+         static_cast<double>(ctx) * element;
+}
+
+struct Settings {
+  std::vector<int64_t> prompt_lengths;
+  int64_t decode_tokens = 128;
+  int repeats = 2;
+  attention::KvType kv_type = attention::KvType::f32;
+};
+
+// Times the prompt and decode cases at `threads` threads; the best of `repeats` runs.
+void run_cases(Model& model, int threads, const Settings& s, const std::string& head,
+               std::vector<Case>& cases, bool prompts) {
+  ThreadPool pool(threads);
+  const ModelConfig& c = model.config();
+  if (prompts)
+    for (int64_t n : s.prompt_lengths) {
+      const std::vector<int32_t> tokens = random_tokens(n, c.vocab_size, 1);
+      double best = 1e30;
+      for (int r = 0; r < s.repeats; ++r) {
+        Session session(model, n, s.kv_type, 512, &pool);
+        const double t0 = now_seconds();
+        session.feed(tokens);
+        best = std::min(best, now_seconds() - t0);
+      }
+      Case k{"prompt", head, n, threads, n / best, linear_ops_per_token(c), 0, 0, 0};
+      k.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / 1e6;
+      cases.push_back(k);
+    }
+  constexpr int64_t kPrompt = 16;
+  const std::vector<int32_t> prompt = random_tokens(kPrompt, c.vocab_size, 2);
+  double best = 1e30, head_seconds = 0;
+  for (int r = 0; r < s.repeats; ++r) {
+    Session session(model, kPrompt + s.decode_tokens, s.kv_type, 512, &pool);
+    std::span<const float> logits = session.feed(prompt);
+    model.reset_head_seconds();
+    const double t0 = now_seconds();
+    for (int64_t i = 0; i < s.decode_tokens; ++i) {
+      const int32_t next =
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      logits = session.feed(std::span(&next, 1));
+    }
+    const double elapsed = now_seconds() - t0;
+    if (elapsed < best) {
+      best = elapsed;
+      head_seconds = model.head_seconds();
+    }
+  }
+  const double bytes = static_cast<double>(model.bytes_per_token()) +
+                       kv_bytes(c, kPrompt + s.decode_tokens / 2, s.kv_type);
+  Case k{"decode", head, s.decode_tokens,     threads, s.decode_tokens / best,
+         bytes,    0,    head_seconds / best, 0};
+  k.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / 1e6;
+  cases.push_back(k);
+}
+
+// A synthetic model directory written for this run and removed after it.
+struct SynthDir {
+  std::string path;
+  explicit SynthDir(const std::string& preset) {
+    SynthOptions o = synth_preset(preset);
+    path = (fs::temp_directory_path() / ("dq4-bench-" + preset + "-" + std::to_string(getpid())))
+               .string();
+    o.output_dir = path;
+    o.replace_existing = true;
+    ProgressBar bar("writing synthetic " + preset);
+    o.progress = bar.callback();
+    write_synthetic_model(o);
+  }
+  ~SynthDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+int run_model_bench(int argc, char** argv, int first) {
+  Args args("bench model",
+            "Prompt processing (128 and 512 tokens) and decode (128 tokens) of a whole model at\n"
+            "1 and 2 threads, each as tokens/s and as a fraction of its ceiling measured in the\n"
+            "same run: decode against read bandwidth / bytes read per token, prompt against the\n"
+            "int8 dot-product peak / int-ops per token. Then decode again with the head quantized\n"
+            "to W4A8 G32 (--quantize-dense) to show the head's share of decode time.");
+  declare_model_options(args);
+  args.option("synth", "PRESET",
+              "benchmark a synthetic model (dq4 synth --preset) written for the run");
+  args.option("threads-list", "LIST", "thread counts", "1,2");
+  args.option("quick", "", "prompt 128, decode 32, one run each (seconds, for the demo)");
+  args.option("json", "", "print one JSON array (an object per case)");
+  if (!args.parse(argc, argv, first)) return 0;
+  const bool json = args.flag("json");
+  std::unique_ptr<SynthDir> synth;
+  std::string dir = args.value("model");
+  if (!args.value("synth").empty()) {
+    if (!dir.empty()) throw Error("give -m DIR or --synth PRESET, not both");
+    synth = std::make_unique<SynthDir>(args.value("synth"));
+    dir = synth->path;
+  }
+  if (dir.empty()) throw Error("missing -m DIR or --synth PRESET");
+  Settings s;
+  s.kv_type = kv_type_option(args);
+  if (args.flag("quick")) {
+    s.prompt_lengths = {128};
+    s.decode_tokens = 32;
+    s.repeats = 1;
+  } else {
+    s.prompt_lengths = {128, 512};
+  }
+  std::vector<int> threads;
+  for (int64_t t : parse_integer_list("threads-list", args.value("threads-list"))) {
+    if (t <= 0 || t > 1024) throw Error("option --threads-list: expected 1..1024");
+    threads.push_back(static_cast<int>(t));
+  }
+
+  ModelOptions options;
+  options.linear = linear_options(args);
+  options.quantize_group = quantize_option(args);
+  if (synth && !options.quantize_group) options.quantize_group = 32;  // the synthetic model is BF16
+  MachineReferences refs(size_t{1} << 30, w4a8::kernel_name(w4a8::default_kernel()), threads);
+  refs.measure(stderr, "before");
+  std::vector<Case> cases;
+  size_t packed = 0, embedding = 0;
+  double load_seconds = 0;
+  const auto bench_head = [&](bool quantized_head, bool prompts) {
+    ModelOptions o = options;
+    if (quantized_head) o.linear.quantize_dense_group = 32;
+    std::unique_ptr<Model> model;
+    {
+      ProgressBar bar("loading");
+      o.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total, "layers"); };
+      model = Model::load(dir, o);
+    }
+    const std::vector<std::string> lines = model->describe();
+    const std::string head = lines.back();
+    if (!quantized_head) {
+      packed = model->load_report().packed_bytes;
+      embedding = model->load_report().embedding_bytes;
+      load_seconds = model->load_report().seconds;
+      for (const std::string& l : lines) std::fprintf(stderr, "  %s\n", l.c_str());
+    }
+    for (int t : threads) run_cases(*model, t, s, head, cases, prompts);
+  };
+  bench_head(false, true);
+  bench_head(true, false);
+  refs.measure(stderr, "after");
+
+  // Ceilings with the references' final values (the larger of the medians before and after).
+  for (Case& k : cases)
+    k.ceiling_tokens_per_s =
+        (k.phase == "prompt" ? refs.peak_gops(k.threads) : refs.read_gbps(k.threads)) * 1e9 /
+        k.work_per_token;
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Case& k : cases)
+      out.push_back({{"phase", k.phase},
+                     {"tokens", k.tokens},
+                     {"threads", k.threads},
+                     {"head", k.head},
+                     {"tokens_per_s", k.tokens_per_s},
+                     {"ceiling_tokens_per_s", k.ceiling_tokens_per_s},
+                     {"ceiling_ratio", k.tokens_per_s / k.ceiling_tokens_per_s},
+                     {"head_share", k.head_share},
+                     {"peak_rss_mb", k.peak_rss_mb},
+                     {"read_gbps", refs.read_gbps(k.threads)},
+                     {"int8_peak_gops", refs.peak_gops(k.threads)},
+                     {"packed_mb", static_cast<double>(packed) / 1e6},
+                     {"embedding_mb", static_cast<double>(embedding) / 1e6},
+                     {"load_s", load_seconds}});
+    std::printf("%s\n", out.dump(1).c_str());
+    return 0;
+  }
+  std::printf("model %s: packed weights %s, embeddings %s, loaded in %.2f s\n", dir.c_str(),
+              megabytes(packed).c_str(), megabytes(embedding).c_str(), load_seconds);
+  std::printf("%-7s %6s %7s %10s %10s %7s %10s %8s  %s\n", "phase", "tokens", "threads", "tokens/s",
+              "ceiling", "ratio", "head share", "RSS MB", "head");
+  for (const Case& k : cases)
+    std::printf("%-7s %6lld %7d %10.2f %10.2f %7.3f %10s %8.0f  %s\n", k.phase.c_str(),
+                static_cast<long long>(k.tokens), k.threads, k.tokens_per_s, k.ceiling_tokens_per_s,
+                k.tokens_per_s / k.ceiling_tokens_per_s,
+                k.phase == "decode"
+                    ? (std::to_string(static_cast<int>(k.head_share * 100 + 0.5)) + "%").c_str()
+                    : "-",
+                k.peak_rss_mb, k.head.c_str());
+  std::printf("%s\n", refs.method().c_str());
+  return 0;
+}
+
+}  // namespace dq4::cli::bench

@@ -1,0 +1,34 @@
+#pragma once
+// The options of every command that runs a model (generate, chat, perplexity, bench model,
+// serve): the model directory, how its layers load, the KV cache type and the thread count.
+
+#include <memory>
+#include <string>
+
+#include "args.h"
+#include "dq4/model.h"
+#include "dq4/thread_pool.h"
+#include "dq4/tokenizer.h"
+
+namespace dq4::cli {
+
+// -m/--model DIR, the load options (--activations, --quantize-dense), --quantize,
+// --kv-cache-dtype and --threads.
+void declare_model_options(Args& args);
+
+// --quantize none|w4a8-ch|w4a8-g<G> as ModelOptions::quantize_group.
+std::optional<int64_t> quantize_option(const Args& args);
+attention::KvType kv_type_option(const Args& args);
+
+struct LoadedModel {
+  std::unique_ptr<ThreadPool> pool;  // --threads (else the process pool)
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;  // null when the directory has no tokenizer.json
+  ThreadPool& threads() { return pool ? *pool : ThreadPool::global(); }
+};
+
+// Loads the model of -m with a progress bar on stderr; `quiet` leaves out the summary line
+// (load time, packed bytes, resident memory) that is otherwise printed on stderr.
+LoadedModel load_model(const Args& args, bool need_tokenizer, bool quiet = false);
+
+}  // namespace dq4::cli
