@@ -64,10 +64,9 @@ int run_chat(int argc, char** argv, int first) {
       continue;
     }
     std::printf("\n");
-    if (interactive)
-      std::fprintf(stderr, "[%zu prompt tokens computed, %.1f tokens/s decode]\n",
-                   static_cast<size_t>(r.prompt_tokens_computed),
-                   r.decode_seconds > 0 ? (r.generated_ids.size() - 1) / r.decode_seconds : 0.0);
+    std::fprintf(stderr, "[%zu of %zu prompt tokens computed, %.1f tokens/s decode]\n",
+                 static_cast<size_t>(r.prompt_tokens_computed), r.prompt_ids.size(),
+                 r.decode_seconds > 0 ? (r.generated_ids.size() - 1) / r.decode_seconds : 0.0);
     messages.push_back({{"role", "assistant"}, {"content", r.text}});
   }
   return 0;

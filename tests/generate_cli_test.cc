@@ -1,0 +1,149 @@
+// dq4 generate, chat and perplexity end to end on the stories260K fixtures.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "safetensors_writer.h"
+
+namespace dq4::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string stories() { return shell_quote(fixtures_dir() + "/stories260K-hf"); }
+
+nlohmann::json reference_run(const std::string& name) {
+  std::ifstream in(fixtures_dir() + "/stories260K-hf/reference_generation.json");
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  for (const nlohmann::json& run : reference["runs"])
+    if (run["name"] == name) return run;
+  ADD_FAILURE() << "no run " << name;
+  return {};
+}
+
+nlohmann::json generate_json(const std::string& args) {
+  const CliResult r = run_dq4("generate " + args + " --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(GenerateCli, GreedyMatchesTheReference) {
+  const nlohmann::json ref = reference_run("once_upon_a_time");
+  const nlohmann::json j =
+      generate_json("-m " + stories() + " -p 'Once upon a time' -n 64 --temp 0");
+  EXPECT_EQ(j["prompt_ids"], ref["prompt_ids"]);
+  EXPECT_EQ(j["generated_ids"], ref["generated_ids"]);
+  EXPECT_EQ(j["finish_reason"], "length");
+  for (const char* key :
+       {"text", "prompt_tokens_per_s", "decode_tokens_per_s", "ttft_ms", "peak_rss_mb", "load_s"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  // The streamed text is the same text.
+  const CliResult streamed =
+      run_dq4("generate -m " + stories() + " -p 'Once upon a time' -n 64 --temp 0");
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+  EXPECT_EQ(streamed.out, j["text"].get<std::string>() + "\n");
+  EXPECT_NE(streamed.err.find("decode: 64 tokens"), std::string::npos) << streamed.err;
+}
+
+TEST(GenerateCli, StopStringsAndSeeds) {
+  const nlohmann::json stopped =
+      generate_json("-m " + stories() + " -p 'Once upon a time' -n 64 --temp 0 --stop Lily");
+  EXPECT_EQ(stopped["finish_reason"], "stop");
+  EXPECT_EQ(stopped["text"], ", there was a little girl named ");
+  const std::string sampled =
+      "-m " + stories() + " -p 'Once upon a time' -n 48 --temp 1.5 --top-k 0 --top-p 1 --min-p 0";
+  const nlohmann::json a = generate_json(sampled + " --seed 5"),
+                       b = generate_json(sampled + " --seed 5");
+  EXPECT_EQ(a["generated_ids"], b["generated_ids"]);
+  EXPECT_NE(generate_json(sampled + " --seed 6")["generated_ids"], a["generated_ids"]);
+}
+
+TEST(GenerateCli, QuantizedCheckpointEqualsQuantizingAtLoad) {
+  ScratchDir scratch;
+  const std::string out = shell_quote(scratch.file("w4a8"));
+  ASSERT_EQ(run_dq4("quantize " + stories() + " -o " + out).exit_code, 0);
+  const nlohmann::json from_checkpoint =
+      generate_json("-m " + out + " -p 'Once upon a time' -n 40 --temp 0");
+  const nlohmann::json at_load = generate_json(
+      "-m " + stories() + " --quantize w4a8-g32 -p 'Once upon a time' -n 40 --temp 0");
+  EXPECT_EQ(from_checkpoint["generated_ids"], at_load["generated_ids"]);
+  EXPECT_EQ(from_checkpoint["generated_ids"].size(), 40u);
+}
+
+TEST(GenerateCli, Errors) {
+  CliResult r = run_dq4("generate -m " + stories() + " -p 'Once upon a time there was' --ctx 4");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("more than the context of 4 tokens"), std::string::npos) << r.err;
+  r = run_dq4("generate -m /nonexistent/model -p hi");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/model"), std::string::npos) << r.err;
+  r = run_dq4("generate -m " + stories() + " -p hi --quantize w4a8-g33");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--quantize"), std::string::npos) << r.err;
+  r = run_dq4("generate -m " + stories() + " -p hi --temp -1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("temperature"), std::string::npos) << r.err;
+  r = run_dq4("generate -m " + stories() + " -p hi --chat hi");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("exactly one of"), std::string::npos) << r.err;
+  r = run_dq4("generate -m " + stories() + " --chat hi");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("chat_template"), std::string::npos) << r.err;
+}
+
+// stories260K with a chat template added: two turns, the second reusing the first's cache.
+TEST(ChatCli, TurnsReuseTheCache) {
+  ScratchDir scratch;
+  const std::string dir = scratch.file("model");
+  fs::create_directory(dir);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+    fs::copy_file(fixtures_dir() + "/stories260K-hf/" + f, dir + "/" + f);
+  const nlohmann::json config = {
+      {"bos_token", "<s>"},
+      {"eos_token", "</s>"},
+      {"chat_template",
+       "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% if m['role'] == 'assistant' "
+       "%}{{ eos_token }}{% endif %}{% endfor %}"}};
+  write_file(dir + "/tokenizer_config.json", config.dump());
+  const CliResult r = run_dq4("chat -m " + shell_quote(dir) + " -n 12 --temp 0",
+                              "Once upon a time\nThe dog\n/exit\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t lines = 0;
+  for (char c : r.out) lines += c == '\n';
+  EXPECT_EQ(lines, 2u) << r.out;
+  // Turn 2's prompt holds turn 1 whole; only what follows it is computed.
+  const size_t first = r.err.find("prompt tokens computed");
+  const size_t second = r.err.find("prompt tokens computed", first + 1);
+  ASSERT_NE(second, std::string::npos) << r.err;
+  const size_t line = r.err.rfind('[', second);
+  int computed = 0, total = 0;
+  ASSERT_EQ(std::sscanf(r.err.c_str() + line, "[%d of %d", &computed, &total), 2) << r.err;
+  EXPECT_LT(computed, total / 2) << r.err;
+}
+
+TEST(PerplexityCli, ReportsPerplexityAndItsError) {
+  ScratchDir scratch;
+  const std::string text = reference_run("from_bos")["generated_text"];
+  write_file(scratch.file("story.txt"), text + "\n" + text);
+  const CliResult r = run_dq4("perplexity -m " + stories() + " -f " +
+                              shell_quote(scratch.file("story.txt")) + " --ctx 64 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  // The model's own greedy story: far more predictable than chance (512 tokens).
+  EXPECT_GT(j["perplexity"].get<double>(), 1.0);
+  EXPECT_LT(j["perplexity"].get<double>(), 4.0);
+  EXPECT_GT(j["standard_error"].get<double>(), 0.0);
+  EXPECT_GE(j["windows"].get<int>(), 4);
+  EXPECT_EQ(j["scored_tokens"].get<int>(), j["windows"].get<int>() * 63);
+  const CliResult short_text = run_dq4("perplexity -m " + stories() + " -f " +
+                                       shell_quote(scratch.file("story.txt")) + " --ctx 4096");
+  EXPECT_EQ(short_text.exit_code, 1);
+  EXPECT_NE(short_text.err.find("--ctx"), std::string::npos) << short_text.err;
+}
+
+}  // namespace
+}  // namespace dq4::test
