@@ -24,7 +24,7 @@ void expect_rejected(const std::function<void(attention::Args&)>& change,
   c.block_size = 4;
   const AttentionData d = make_attention_data(c);
   std::vector<float> out(static_cast<size_t>(c.tokens * d.ld));
-  for (const attention::Kernel* kernel : attention::compiled_kernels()) {
+  for (const attention::Kernel* kernel : runnable_attention_kernels()) {
     attention::Args a = d.args(c, out.data());
     attention::run(a, *kernel);  // the unaltered call is valid
     change(a);
@@ -90,6 +90,20 @@ TEST(AttentionBadInput, NegativeBlockTableEntry) {
   std::vector<int32_t> table = {0, -1};
   expect_rejected([&](attention::Args& a) { a.kv.block_table = table.data(); },
                   {"kv.block_table[1] is negative"});
+}
+
+// A kernel this CPU cannot run is refused, never executed.
+TEST(AttentionBadInput, EveryKernelRunsOrIsRefused) {
+  AttentionCase c;
+  const AttentionData d = make_attention_data(c);
+  std::vector<float> out(static_cast<size_t>(d.ld));
+  for (const attention::Kernel* kernel : attention::compiled_kernels()) {
+    if (attention::kernel_supported(*kernel))
+      EXPECT_NO_THROW(attention::run(d.args(c, out.data()), *kernel));
+    else
+      expect_error([&] { attention::run(d.args(c, out.data()), *kernel); },
+                   {"attention::run", "which this CPU lacks"});
+  }
 }
 
 }  // namespace

@@ -45,11 +45,11 @@ constexpr int64_t kRowsPerPass = 4;
 constexpr int64_t kScorePad = 16;
 
 // Floats of scratch a call needs for `tile`: per (row of a pass, head) a score row spanning the
-// keys of any pass of the tile, and an f32 output accumulator of head_dim.
+// keys of any pass of the tile, an f32 output accumulator of head_dim and a sum.
 DQ4_ATTENTION_INLINE int64_t scratch_floats(const Problem& p, const Tile& t) {
   const int64_t rows = std::min(kRowsPerPass, t.row_end - t.row_begin);
   const int64_t span = p.key_end(t.row_end - 1) - p.key_begin(t.row_begin);
-  return rows * (t.head_end - t.head_begin) * (span + kScorePad + p.head_dim);
+  return rows * (t.head_end - t.head_begin) * (span + kScorePad + p.head_dim + 1);
 }
 
 // Element offset of token j's key (or value) vector of kv head g in the paged cache.

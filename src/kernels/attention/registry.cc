@@ -9,8 +9,23 @@
 namespace dq4::attention {
 
 extern const Kernel kReferenceKernel;
+#if defined(__x86_64__)
+extern const Kernel kAvx2Kernel;
+extern const Kernel kAvx512fKernel;
+#elif defined(__aarch64__)
+extern const Kernel kNeonKernel;
+#endif
 
-std::vector<const Kernel*> compiled_kernels() { return {&kReferenceKernel}; }
+std::vector<const Kernel*> compiled_kernels() {
+  return {
+    &kReferenceKernel,
+#if defined(__x86_64__)
+        &kAvx2Kernel, &kAvx512fKernel,
+#elif defined(__aarch64__)
+        &kNeonKernel,
+#endif
+  };
+}
 
 const Kernel* find_kernel(std::string_view name) {
   return kernels::find_by_name(compiled_kernels(), name);

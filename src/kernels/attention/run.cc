@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "../family.h"
 #include "dq4/aligned_buffer.h"
 #include "dq4/attention.h"
 #include "dq4/error.h"
@@ -91,6 +92,8 @@ float* thread_scratch(int64_t floats) {
 
 void run(const Args& a, const Kernel& kernel) {
   const Problem p = checked_problem(a);
+  if (!kernel.supported(cpu_features()))
+    fail(kernels::unsupported_reason(kernel.name, kernel.needs));
   ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
   const int threads = a.max_threads > 0 ? std::min(a.max_threads, pool.size()) : pool.size();
 

@@ -1,0 +1,281 @@
+#pragma once
+// The tile computation every SIMD attention variant shares, written once over a 16-lane vector
+// type V (the 16 lanes of attention.h's sums: one zmm, two ymm or four NEON q registers); each
+// ISA translation unit instantiates it with its own target flags (everything here has internal
+// linkage, so one ISA's copy can never be linked into another's).
+//
+// V provides: F (16 floats), kKeys (keys whose dot products run at once), zero(), set1(float),
+//   load(const float*), load(const uint16_t*) (16 bf16 widened), store(float*, F), fma(a, b, c)
+//   = a*b + c rounded once, add, sub, mul, max (either operand when equal; inputs are never
+//   NaN), round (to the nearest integer, ties to even), pow2(n) (2^n from an integral n in
+//   [-126, 0] through the exponent bits), zero_below(x, limit, y) = x < limit ? 0 : y, and
+//   reduce_keys(acc, out): out[b] = reduce16(lanes of acc[b]) for b < kKeys, by the same tree.
+//
+// A tile is processed kRowsPerPass query rows at a time, all its heads together, in three
+// sweeps per pass: scores for every (row, head) over the keys any row of the pass sees (each key
+// loaded once for all of them), softmax weights per (row, head), then the weighted values (each
+// value loaded once per block of keys, the outputs accumulating in scratch between blocks).
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "attention_math.h"
+#include "kernel.h"
+
+namespace dq4::attention {
+namespace {
+
+// Value sweep: keys per block, so that a block's values stay in L1 while each (row, head) of
+// the pass reads them.
+constexpr int64_t kValueBlock = 32;
+
+// reduce_keys() through memory: each accumulator's lanes reduced by the scalar tree.
+template <class V>
+DQ4_ATTENTION_INLINE void reduce_keys_in_memory(const typename V::F (&acc)[V::kKeys], float* out) {
+  for (int b = 0; b < V::kKeys; ++b) {
+    float lanes[16];
+    V::store(lanes, acc[b]);
+    out[b] = reduce16(lanes);
+  }
+}
+
+// Up to 16 elements from p (the rest 0) as f32: the tail of a head_dim that is no multiple of 16.
+template <class V, class T>
+DQ4_ATTENTION_INLINE typename V::F load_part(const T* p, int64_t n) {
+  T part[16] = {};
+  std::memcpy(part, p, static_cast<size_t>(n) * sizeof(T));
+  return V::load(part);
+}
+
+template <class V>
+DQ4_ATTENTION_INLINE void store_part(float* p, typename V::F v, int64_t n) {
+  float part[16];
+  V::store(part, v);
+  std::memcpy(p, part, static_cast<size_t>(n) * sizeof(float));
+}
+
+template <class V>
+DQ4_ATTENTION_INLINE typename V::F exp_approx(typename V::F x) {
+  using F = typename V::F;
+  const F c = V::max(x, V::set1(kExpMin));
+  const F n = V::round(V::mul(c, V::set1(kLog2e)));
+  F r = V::fma(n, V::set1(-kLn2Hi), c);
+  r = V::fma(n, V::set1(-kLn2Lo), r);
+  F y = V::set1(kExpPoly[0]);
+#pragma GCC unroll 8
+  for (int i = 1; i < 8; ++i) y = V::fma(y, r, V::set1(kExpPoly[i]));
+  return V::zero_below(x, V::set1(kExpMin), V::mul(y, V::pow2(n)));
+}
+
+// Where the vectors of consecutive tokens of one kv head lie, stepping through the block table
+// without a division per token.
+template <class T>
+struct TokenCursor {
+  const T* base;
+  const PagedKv* kv;
+  int64_t head_offset, head_dim, block, slot;
+
+  TokenCursor(const T* base, const PagedKv& kv, int64_t head_dim, int64_t g, int64_t j)
+      : base(base),
+        kv(&kv),
+        head_offset(g * kv.block_size * head_dim),
+        head_dim(head_dim),
+        block(j / kv.block_size),
+        slot(j % kv.block_size) {}
+  const T* get() const {
+    return base + kv->block_table[block] * kv->block_stride + head_offset + slot * head_dim;
+  }
+  void next() {
+    if (++slot == kv->block_size) {
+      slot = 0;
+      ++block;
+    }
+  }
+};
+
+// The scratch of one pass (kernel.h's scratch_floats()): per (row r, head h) a score row over
+// keys [first, end), an output accumulator and the sum of the weights.
+struct PassScratch {
+  float* scores;
+  float* out;
+  float* sums;
+  int64_t score_stride, head_dim, heads;
+
+  float* score_row(int64_t r, int64_t h) const { return scores + (r * heads + h) * score_stride; }
+  float* out_row(int64_t r, int64_t h) const { return out + (r * heads + h) * head_dim; }
+  float* sum(int64_t r, int64_t h) const { return sums + r * heads + h; }
+};
+
+// Scores s_j = dot(q, k_j) * scale of every (row, head) of the pass, keys [first, end).
+template <class V, class T>
+void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t first,
+                 int64_t end, const PassScratch& s) {
+  using F = typename V::F;
+  constexpr int kKeys = V::kKeys;
+  const int64_t heads = t.head_end - t.head_begin, full = p.head_dim / 16, tail = p.head_dim % 16;
+  TokenCursor<T> cursor(static_cast<const T*>(p.kv.keys), p.kv, p.head_dim, t.kv_head, first);
+  for (int64_t j = first; j < end; j += kKeys) {
+    const int64_t count = std::min<int64_t>(kKeys, end - j);
+    const T* key[kKeys];
+    for (int b = 0; b < kKeys; ++b) {  // past the end: the last key again, its dot unused
+      key[b] = cursor.get();
+      if (b + 1 < count) cursor.next();
+    }
+    cursor.next();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* q = p.q + (r0 + r) * p.ldq + (t.head_begin + h) * p.head_dim;
+        F acc[kKeys];
+#pragma GCC unroll 16
+        for (int b = 0; b < kKeys; ++b) acc[b] = V::zero();
+        for (int64_t c = 0; c < full; ++c) {
+          const F qv = V::load(q + 16 * c);
+#pragma GCC unroll 16
+          for (int b = 0; b < kKeys; ++b) acc[b] = V::fma(qv, V::load(key[b] + 16 * c), acc[b]);
+        }
+        if (tail != 0) {
+          const F qv = load_part<V>(q + 16 * full, tail);
+#pragma GCC unroll 16
+          for (int b = 0; b < kKeys; ++b)
+            acc[b] = V::fma(qv, load_part<V>(key[b] + 16 * full, tail), acc[b]);
+        }
+        float dots[kKeys];
+        V::reduce_keys(acc, dots);
+        float* score = s.score_row(r, h) + (j - first);
+        for (int64_t b = 0; b < count; ++b) score[b] = dots[b] * p.scale;
+      }
+  }
+}
+
+// The weights e_j = exp_approx(s_j - m) of n scores at e (in place); returns their sum.
+template <class V>
+float softmax_weights(float* e, int64_t n) {
+  using F = typename V::F;
+  float m = e[0];
+  if (n >= 16) {
+    F mv = V::load(e);
+    for (int64_t i = 16; i + 16 <= n; i += 16) mv = V::max(mv, V::load(e + i));
+    mv = V::max(mv, V::load(e + n - 16));  // the last lanes again: max is idempotent
+    float lanes[16];
+    V::store(lanes, mv);
+    for (float l : lanes) m = l > m ? l : m;
+  } else {
+    for (int64_t i = 1; i < n; ++i) m = e[i] > m ? e[i] : m;
+  }
+  const F mv = V::set1(m);
+  F sum = V::zero();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const F w = exp_approx<V>(V::sub(V::load(e + i), mv));
+    V::store(e + i, w);
+    sum = V::add(sum, w);
+  }
+  if (i < n) {  // the last lanes add exact zeros
+    float part[16] = {};
+    std::memcpy(part, e + i, static_cast<size_t>(n - i) * sizeof(float));
+    V::store(part, exp_approx<V>(V::sub(V::load(part), mv)));
+    for (int64_t l = n - i; l < 16; ++l) part[l] = 0.0f;
+    std::memcpy(e + i, part, static_cast<size_t>(n - i) * sizeof(float));
+    sum = V::add(sum, V::load(part));
+  }
+  float lanes[16];
+  V::store(lanes, sum);
+  return reduce16(lanes);
+}
+
+// o += sum over k in [k0, k1) of e[k] value[k] for the output accumulator o of one (row, head).
+template <class V, class T>
+DQ4_ATTENTION_INLINE void accumulate_values(const Problem& p, const T* const* value, const float* e,
+                                            int64_t k0, int64_t k1, float* o) {
+  using F = typename V::F;
+  constexpr int kVectors = 4;
+  const int64_t full = p.head_dim / 16, tail = p.head_dim % 16;
+  int64_t c = 0;
+  for (; c + kVectors <= full; c += kVectors) {
+    F acc[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) acc[v] = V::load(o + 16 * (c + v));
+    for (int64_t j = k0; j < k1; ++j) {
+      const F w = V::set1(e[j]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v)
+        acc[v] = V::fma(w, V::load(value[j] + 16 * (c + v)), acc[v]);
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) V::store(o + 16 * (c + v), acc[v]);
+  }
+  for (; c < full; ++c) {
+    F acc = V::load(o + 16 * c);
+    for (int64_t j = k0; j < k1; ++j) acc = V::fma(V::set1(e[j]), V::load(value[j] + 16 * c), acc);
+    V::store(o + 16 * c, acc);
+  }
+  if (tail != 0) {
+    F acc = load_part<V>(o + 16 * full, tail);
+    for (int64_t j = k0; j < k1; ++j)
+      acc = V::fma(V::set1(e[j]), load_part<V>(value[j] + 16 * full, tail), acc);
+    store_part<V>(o + 16 * full, acc, tail);
+  }
+}
+
+template <class V, class T>
+void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, const PassScratch& s) {
+  const int64_t heads = t.head_end - t.head_begin;
+  const int64_t first = p.key_begin(r0), end = p.key_end(r0 + rows - 1);
+  score_sweep<V, T>(p, t, r0, rows, first, end, s);
+
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t lo = p.key_begin(r0 + r), hi = p.key_end(r0 + r);
+      *s.sum(r, h) = softmax_weights<V>(s.score_row(r, h) + (lo - first), hi - lo);
+      std::fill(s.out_row(r, h), s.out_row(r, h) + p.head_dim, 0.0f);
+    }
+
+  // The values of a block of keys j0 + k, k < kValueBlock.
+  TokenCursor<T> cursor(static_cast<const T*>(p.kv.values), p.kv, p.head_dim, t.kv_head, first);
+  const T* block_values[kValueBlock];
+  for (int64_t j0 = first; j0 < end; j0 += kValueBlock) {
+    const int64_t j1 = std::min(end, j0 + kValueBlock);
+    for (int64_t j = j0; j < j1; ++j, cursor.next()) block_values[j - j0] = cursor.get();
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t lo = std::max(j0, p.key_begin(r0 + r)), hi = std::min(j1, p.key_end(r0 + r));
+      if (lo >= hi) continue;
+      for (int64_t h = 0; h < heads; ++h)
+        accumulate_values<V, T>(p, block_values, s.score_row(r, h) + (j0 - first), lo - j0, hi - j0,
+                                s.out_row(r, h));
+    }
+  }
+
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      float* out = p.out + (r0 + r) * p.ldo + (t.head_begin + h) * p.head_dim;
+      const float* o = s.out_row(r, h);
+      for (int64_t d = 0; d < p.head_dim; ++d) out[d] = o[d] / *s.sum(r, h);
+    }
+}
+
+template <class V, class T>
+void run_tile(const Problem& p, const Tile& t, float* scratch) {
+  const int64_t heads = t.head_end - t.head_begin;
+  const int64_t rows = std::min(kRowsPerPass, t.row_end - t.row_begin);
+  PassScratch s;
+  s.heads = heads;
+  s.head_dim = p.head_dim;
+  s.score_stride = p.key_end(t.row_end - 1) - p.key_begin(t.row_begin) + kScorePad;
+  s.scores = scratch;
+  s.out = scratch + rows * heads * s.score_stride;
+  s.sums = s.out + rows * heads * p.head_dim;
+  for (int64_t r0 = t.row_begin; r0 < t.row_end; r0 += kRowsPerPass)
+    pass<V, T>(p, t, r0, std::min(kRowsPerPass, t.row_end - r0), s);
+}
+
+template <class V>
+void run_simd(const Problem& p, const Tile& t, float* scratch) {
+  if (p.kv.type == KvType::bf16)
+    run_tile<V, uint16_t>(p, t, scratch);
+  else
+    run_tile<V, float>(p, t, scratch);
+}
+
+}  // namespace
+}  // namespace dq4::attention

@@ -1,0 +1,73 @@
+// Attention on AVX2 + FMA: attention.h's 16 lanes as two ymm registers, dot products of 4 keys
+// at once (8 accumulators of the 16 registers). Compiled with -mavx2 -mfma.
+
+#include <immintrin.h>
+
+#include "simd_tile.h"
+#include "x86_reduce.h"
+
+namespace dq4::attention {
+namespace {
+
+struct Ymm2 {
+  struct F {
+    __m256 lo, hi;  // lanes 0-7, 8-15
+  };
+  static constexpr int kKeys = 8;
+
+  static DQ4_ATTENTION_INLINE F zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static DQ4_ATTENTION_INLINE F set1(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
+  static DQ4_ATTENTION_INLINE F load(const float* p) {
+    return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+  }
+  static DQ4_ATTENTION_INLINE __m256 widen(const uint16_t* p) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+  }
+  static DQ4_ATTENTION_INLINE F load(const uint16_t* p) { return {widen(p), widen(p + 8)}; }
+  static DQ4_ATTENTION_INLINE void store(float* p, F v) {
+    _mm256_storeu_ps(p, v.lo);
+    _mm256_storeu_ps(p + 8, v.hi);
+  }
+  static DQ4_ATTENTION_INLINE F fma(F a, F b, F c) {
+    return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+  }
+  static DQ4_ATTENTION_INLINE F add(F a, F b) {
+    return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)};
+  }
+  static DQ4_ATTENTION_INLINE F sub(F a, F b) {
+    return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)};
+  }
+  static DQ4_ATTENTION_INLINE F mul(F a, F b) {
+    return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)};
+  }
+  static DQ4_ATTENTION_INLINE F max(F a, F b) {
+    return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)};
+  }
+  static DQ4_ATTENTION_INLINE F round(F a) {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    return {_mm256_round_ps(a.lo, kNearest), _mm256_round_ps(a.hi, kNearest)};
+  }
+  static DQ4_ATTENTION_INLINE __m256 pow2(__m256 n) {
+    const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));
+  }
+  static DQ4_ATTENTION_INLINE F pow2(F n) { return {pow2(n.lo), pow2(n.hi)}; }
+  static DQ4_ATTENTION_INLINE F zero_below(F x, F limit, F y) {
+    return {_mm256_andnot_ps(_mm256_cmp_ps(x.lo, limit.lo, _CMP_LT_OQ), y.lo),
+            _mm256_andnot_ps(_mm256_cmp_ps(x.hi, limit.hi, _CMP_LT_OQ), y.hi)};
+  }
+  static DQ4_ATTENTION_INLINE void reduce_keys(const F (&acc)[kKeys], float* out) {
+    __m256 t8[kKeys];
+    for (int b = 0; b < kKeys; ++b) t8[b] = _mm256_add_ps(acc[b].lo, acc[b].hi);
+    reduce_t8(t8, out);
+  }
+};
+
+bool supported(const CpuFeatures& f) { return f.avx2 && f.fma; }
+
+}  // namespace
+
+extern const Kernel kAvx2Kernel = {"avx2", "avx2+fma", supported, run_simd<Ymm2>};
+
+}  // namespace dq4::attention
