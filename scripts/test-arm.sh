@@ -4,8 +4,9 @@
 #   max         dotprod + i8mm   -> neon_i8mm
 #   cortex-a76  dotprod, no i8mm -> neon_dotprod (neon_i8mm unsupported)
 #   cortex-a72  plain NEON       -> neon (neon_dotprod and neon_i8mm unsupported)
-# (W4A16: neon on all three; dense: neon on all three, neon_bf16 supported on max only.) Every
-# kernel the CPU supports is compared bit for bit with the reference by the suite itself.
+# (W4A16 and attention: neon on all three; dense: neon on all three, neon_bf16 supported on max
+# only.) Every kernel the CPU supports is compared bit for bit with the reference by the suite
+# itself.
 # Needs: g++-aarch64-linux-gnu qemu-user googletest nlohmann-json3-dev cmake (ninja-build optional).
 # Exits non-zero if the build, any test or any dispatch check fails.
 set -euo pipefail
@@ -59,6 +60,11 @@ run() {
   if ! grep -q 'name="dense_chosen_kernel" value="neon"' "$xml" 2>/dev/null ||
      ! grep -q "name=\"dense_supported_kernels\" value=\"$want_dense\"" "$xml" 2>/dev/null; then
     echo "test-arm: FAILED: -cpu $cpu should choose dense neon and support exactly: $want_dense" >&2
+    failed=1
+  fi
+  # Attention has one Arm variant (plain NEON), the automatic choice everywhere.
+  if ! grep -q 'name="attention_chosen_kernel" value="neon"' "$xml" 2>/dev/null; then
+    echo "test-arm: FAILED: -cpu $cpu should choose attention neon" >&2
     failed=1
   fi
   echo "   $(grep -o 'tests="[0-9]*" failures="[0-9]*" disabled="[0-9]*"' "$xml" 2>/dev/null | head -1)" \
