@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "args.h"
+#include "bench/attention_cases.h"
 #include "bench/cold_copies.h"
 #include "bench/dense_cases.h"
 #include "bench/f32_baseline.h"
@@ -46,7 +47,8 @@ struct Run {
              g.has_kind("w4a16") ? fma_peak_for(w4a16::kernel_name(*g.w4a16_kernel))
              : g.has_kind("dense-bf16") || g.has_kind("dense-f32")
                  ? fma_peak_for(dense::kernel_name(*g.dense_kernel))
-                 : FmaPeak::none,
+             : g.has_kind("attention") ? fma_peak_for(attention::kernel_name(*g.attention_kernel))
+                                       : FmaPeak::none,
              g.threads) {}
 
   const KernelGrid& grid;
@@ -170,13 +172,15 @@ std::map<std::pair<int64_t, int>, double> run_f32_cases(Run& run, const Shape& s
 void add_ratios(CaseResult& r, const MachineReferences& refs,
                 const std::map<std::pair<int64_t, int>, double>& f32_seconds) {
   r.read_bw_gbps = refs.read_gbps(r.threads);
-  if (r.m <= 4) r.bw_ratio = r.weight_gbps / r.read_bw_gbps;
+  if (r.m <= 4 || r.kind == "attention") r.bw_ratio = r.weight_gbps / r.read_bw_gbps;
   if (r.kind == "w4a8") {  // the int8 dot peak bounds only the W4A8 kernels
     r.int8_peak_gops = refs.peak_gops(r.threads);
     if (r.m >= 64) r.peak_ratio = r.gflops / r.int8_peak_gops;
   }
-  // W4A16 and dense prefill are bounded by the f32 FMAs (avx512_bf16 does 2 per lane and step).
-  if (r.kind == "w4a16" || r.kind == "dense-bf16" || r.kind == "dense-f32") {
+  // W4A16, dense and attention prefill are bounded by the f32 FMAs (avx512_bf16 does 2 per lane
+  // and step).
+  if (r.kind == "w4a16" || r.kind == "dense-bf16" || r.kind == "dense-f32" ||
+      r.kind == "attention") {
     r.fma_peak_gflops = refs.fma_gflops(r.threads);
     if (r.m >= 64) r.peak_ratio = r.gflops / r.fma_peak_gflops;
   }
@@ -272,6 +276,31 @@ void run_shape(Run& run, const Shape& s) {
   }
 }
 
+// The attention cases, between their own measurements of the machine references.
+void run_attention_kind(Run& run) {
+  const KernelGrid& grid = run.grid;
+  run.refs.reset();
+  run.refs.measure(run.info, "before attention");
+  AttentionBench bench;
+  bench.kernel = grid.attention_kernel;
+  bench.threads = grid.threads;
+  bench.plan = plan_for(grid);
+  bench.cold_budget = run.cold_budget;
+  bench.starting = [&](const std::string& what, int threads) {
+    std::fprintf(stderr, "[%lld/%lld] attention %s %s threads %d\n",
+                 static_cast<long long>(++run.cases_started), static_cast<long long>(grid.cases()),
+                 std::string(attention::kernel_name(*grid.attention_kernel)).c_str(), what.c_str(),
+                 threads);
+  };
+  std::vector<CaseResult> cases = run_attention_cases(bench);
+  run.refs.measure(run.info, "after attention");
+  for (CaseResult& r : cases) {
+    add_ratios(r, run.refs, {});
+    if (!grid.json) print_table_row(stdout, r);
+    run.results.push_back(r);
+  }
+}
+
 }  // namespace
 
 int run_kernel_bench(int argc, char** argv, int first) {
@@ -279,7 +308,9 @@ int run_kernel_bench(int argc, char** argv, int first) {
       "bench kernels",
       "Speed of the matmul kernels on cold weights, per kind (--kind): w4a8 (int4 weights x\n"
       "per-row int8 activations -> f32), w4a16 (the same int4 weights x f32 activations),\n"
-      "dense-bf16 and dense-f32 (unquantized weights x f32).\n"
+      "dense-bf16 and dense-f32 (unquantized weights x f32), attention (Llama-3.2-1B heads over\n"
+      "a paged F32 / BF16 KV cache: N = heads x head_dim, K = context, M = new tokens, wGB/s =\n"
+      "keys and values read; bw_ratio for every M).\n"
       "Per case GFLOP/s (2MNK/t), packed-weight GB/s and, measured in the same run,\n"
       "bw_ratio = weight GB/s / read bandwidth (M <= 4), peak_ratio = GFLOP/s / int8 dot peak\n"
       "(w4a8, M >= 64) or f32 FMA peak (w4a16, M >= 64), the speedup over OpenBLAS sgemv/sgemm on\n"
@@ -296,11 +327,12 @@ int run_kernel_bench(int argc, char** argv, int first) {
   for (const std::string& kind : grid.kinds) kinds += (kinds.empty() ? "" : ",") + kind;
   std::fprintf(info,
                "dq4 bench kernels%s: kinds %s, w4a8 kernel %s, w4a16 kernel %s, dense kernel %s, "
-               "threads %s (pool %d), cpu: %s\n",
+               "attention kernel %s, threads %s (pool %d), cpu: %s\n",
                grid.quick ? " --quick" : "", kinds.c_str(),
                std::string(w4a8::kernel_name(*grid.kernel)).c_str(),
                std::string(w4a16::kernel_name(*grid.w4a16_kernel)).c_str(),
                std::string(dense::kernel_name(*grid.dense_kernel)).c_str(),
+               std::string(attention::kernel_name(*grid.attention_kernel)).c_str(),
                join(grid.threads).c_str(), ThreadPool::global().size(),
                cpu_features().to_string().c_str());
   if (grid.baseline) std::fprintf(info, "f32 baseline: %s\n", f32_library().c_str());
@@ -309,7 +341,9 @@ int run_kernel_bench(int argc, char** argv, int first) {
   std::fprintf(info, "%s\n", run.refs.method().c_str());
   if (!grid.json) print_table_header(stdout);
 
-  for (const Shape& s : grid.shapes) run_shape(run, s);
+  if (grid.has_matmul_kind())
+    for (const Shape& s : grid.shapes) run_shape(run, s);
+  if (grid.has_kind("attention")) run_attention_kind(run);
 
   if (grid.json) print_json(stdout, run.results);
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "bench/attention_cases.h"
 #include "dq4/error.h"
 #include "dq4/thread_pool.h"
 
@@ -92,13 +93,21 @@ bool KernelGrid::has_kind(const std::string& kind) const {
   return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
 }
 
+bool KernelGrid::has_matmul_kind() const {
+  return std::any_of(kinds.begin(), kinds.end(),
+                     [](const std::string& k) { return k != "attention"; });
+}
+
 int64_t KernelGrid::cases() const {
   int64_t per_shape = 0;
   for (const std::string& kind : kinds)
-    per_shape +=
-        static_cast<int64_t>(ms.size() * threads.size() *
-                             (kind == "w4a8" || kind == "w4a16" ? groups.size() : size_t{1}));
-  return static_cast<int64_t>(shapes.size()) * per_shape;
+    if (kind != "attention")
+      per_shape +=
+          static_cast<int64_t>(ms.size() * threads.size() *
+                               (kind == "w4a8" || kind == "w4a16" ? groups.size() : size_t{1}));
+  const int64_t attention_cases =
+      has_kind("attention") ? attention_case_count() * static_cast<int64_t>(threads.size()) : 0;
+  return static_cast<int64_t>(shapes.size()) * per_shape + attention_cases;
 }
 
 KernelGrid kernel_grid(const Args& args) {
@@ -161,11 +170,13 @@ KernelGrid kernel_grid(const Args& args) {
     grid.kernel = &w4a8::default_kernel();
     grid.dense_kernel = &dense::default_kernel();
     grid.w4a16_kernel = &w4a16::default_kernel();
+    grid.attention_kernel = &attention::default_kernel();
   } else {
     try {
       grid.kernel = &w4a8::select_kernel(args.value("isa"));
       grid.dense_kernel = &dense::select_kernel(args.value("isa"));
       grid.w4a16_kernel = &w4a16::select_kernel(args.value("isa"));
+      grid.attention_kernel = &attention::select_kernel(args.value("isa"));
     } catch (const Error& e) {
       throw Error(std::string("option --isa: ") + e.what());
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "args.h"
+#include "dq4/attention.h"
 #include "dq4/dense.h"
 #include "dq4/w4a16.h"
 #include "dq4/w4a8.h"
@@ -22,6 +23,7 @@ inline constexpr const char* kKernelKinds[] = {
     "w4a16",       // the same int4 weights x f32 activations (weight-only), over the group sizes
     "dense-bf16",  // unquantized BF16 weights (e.g. lm_head) x f32 activations
     "dense-f32",   // unquantized F32 weights x f32 activations
+    "attention",   // paged-KV attention, Llama-3.2-1B heads (bench/attention_cases.h)
 };
 
 struct KernelGrid {
@@ -33,6 +35,7 @@ struct KernelGrid {
   const w4a8::Kernel* kernel = nullptr;
   const dense::Kernel* dense_kernel = nullptr;
   const w4a16::Kernel* w4a16_kernel = nullptr;
+  const attention::Kernel* attention_kernel = nullptr;
   double min_time_s = 0;  // timed per case and operand (kernel, f32 baseline)
   bool quick = false;
   bool json = false;
@@ -40,6 +43,7 @@ struct KernelGrid {
   int64_t cold_mib = 0;  // bytes the copies of a cold operand fill; 0: 4x the last-level cache
 
   bool has_kind(const std::string& kind) const;
+  bool has_matmul_kind() const;  // a kind measured over the shapes (all but attention)
   int64_t cases() const;
 };
 
