@@ -12,6 +12,7 @@ struct Neon4 {
   struct F {
     float32x4_t v[4];  // lanes 0-3, 4-7, 8-11, 12-15
   };
+  static constexpr int kValueHeads = 1;
   static constexpr int kKeys = 4;
 
   template <class Op>
@@ -64,7 +65,7 @@ struct Neon4 {
   }
   // t8 = (lanes 0-3 + 8-11, 4-7 + 12-15), t4 = their sum; then two keys' t2 per register and
   // the pairwise adds of FADDP.
-  static DQ4_ATTENTION_INLINE void reduce_keys(const F (&acc)[kKeys], float* out) {
+  static DQ4_ATTENTION_INLINE void reduce_keys(const F (&acc)[kKeys], float scale, float* out) {
     float32x4_t t4[kKeys];
     for (int b = 0; b < kKeys; ++b)
       t4[b] = vaddq_f32(vaddq_f32(acc[b].v[0], acc[b].v[2]), vaddq_f32(acc[b].v[1], acc[b].v[3]));
@@ -72,7 +73,7 @@ struct Neon4 {
     for (int i = 0; i < kKeys / 2; ++i)
       t2[i] = vaddq_f32(vcombine_f32(vget_low_f32(t4[2 * i]), vget_low_f32(t4[2 * i + 1])),
                         vcombine_f32(vget_high_f32(t4[2 * i]), vget_high_f32(t4[2 * i + 1])));
-    vst1q_f32(out, vpaddq_f32(t2[0], t2[1]));
+    vst1q_f32(out, vmulq_f32(vpaddq_f32(t2[0], t2[1]), vdupq_n_f32(scale)));
   }
 };
 

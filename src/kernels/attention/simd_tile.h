@@ -4,12 +4,14 @@
 // ISA translation unit instantiates it with its own target flags (everything here has internal
 // linkage, so one ISA's copy can never be linked into another's).
 //
-// V provides: F (16 floats), kKeys (keys whose dot products run at once), zero(), set1(float),
+// V provides: F (16 floats), kKeys (keys whose dot products run at once), kValueHeads (heads
+//   whose weighted values accumulate at once: 4 kValueHeads F accumulators), zero(), set1(float),
 //   load(const float*), load(const uint16_t*) (16 bf16 widened), store(float*, F), fma(a, b, c)
 //   = a*b + c rounded once, add, sub, mul, max (either operand when equal; inputs are never
 //   NaN), round (to the nearest integer, ties to even), pow2(n) (2^n from an integral n in
 //   [-126, 0] through the exponent bits), zero_below(x, limit, y) = x < limit ? 0 : y, and
-//   reduce_keys(acc, out): out[b] = reduce16(lanes of acc[b]) for b < kKeys, by the same tree.
+//   reduce_keys(acc, scale, out): out[b] = reduce16(lanes of acc[b]) * scale for b < kKeys
+//   (<= kScorePad), by the same tree.
 //
 // A tile is processed kRowsPerPass query rows at a time, all its heads together, in three
 // sweeps per pass: scores for every (row, head) over the keys any row of the pass sees (each key
@@ -29,16 +31,6 @@ namespace {
 // Value sweep: keys per block, so that a block's values stay in L1 while each (row, head) of
 // the pass reads them.
 constexpr int64_t kValueBlock = 32;
-
-// reduce_keys() through memory: each accumulator's lanes reduced by the scalar tree.
-template <class V>
-DQ4_ATTENTION_INLINE void reduce_keys_in_memory(const typename V::F (&acc)[V::kKeys], float* out) {
-  for (int b = 0; b < V::kKeys; ++b) {
-    float lanes[16];
-    V::store(lanes, acc[b]);
-    out[b] = reduce16(lanes);
-  }
-}
 
 // Up to 16 elements from p (the rest 0) as f32: the tail of a head_dim that is no multiple of 16.
 template <class V, class T>
@@ -140,10 +132,8 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
           for (int b = 0; b < kKeys; ++b)
             acc[b] = V::fma(qv, load_part<V>(key[b] + 16 * full, tail), acc[b]);
         }
-        float dots[kKeys];
-        V::reduce_keys(acc, dots);
-        float* score = s.score_row(r, h) + (j - first);
-        for (int64_t b = 0; b < count; ++b) score[b] = dots[b] * p.scale;
+        // A last batch writes kKeys - count unused scores into the row's padding.
+        V::reduce_keys(acc, p.scale, s.score_row(r, h) + (j - first));
       }
   }
 }
@@ -184,37 +174,51 @@ float softmax_weights(float* e, int64_t n) {
   return reduce16(lanes);
 }
 
-// o += sum over k in [k0, k1) of e[k] value[k] for the output accumulator o of one (row, head).
-template <class V, class T>
-DQ4_ATTENTION_INLINE void accumulate_values(const Problem& p, const T* const* value, const float* e,
-                                            int64_t k0, int64_t k1, float* o) {
+// o[n] += sum over k in [k0, k1) of e[n][k] value[k], for the output accumulators of NH heads
+// of one row (each value vector loaded once for all of them).
+template <class V, class T, int NH>
+DQ4_ATTENTION_INLINE void accumulate_values(const Problem& p, const T* const* value,
+                                            const float* const* e, int64_t k0, int64_t k1,
+                                            float* const* o) {
   using F = typename V::F;
-  constexpr int kVectors = 4;
+  constexpr int kVectors = 4;  // 64 dimensions per sweep
   const int64_t full = p.head_dim / 16, tail = p.head_dim % 16;
   int64_t c = 0;
   for (; c + kVectors <= full; c += kVectors) {
-    F acc[kVectors];
+    F acc[NH][kVectors];
 #pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) acc[v] = V::load(o + 16 * (c + v));
+    for (int n = 0; n < NH; ++n)
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) acc[n][v] = V::load(o[n] + 16 * (c + v));
     for (int64_t j = k0; j < k1; ++j) {
-      const F w = V::set1(e[j]);
+      F x[kVectors];
 #pragma GCC unroll 4
-      for (int v = 0; v < kVectors; ++v)
-        acc[v] = V::fma(w, V::load(value[j] + 16 * (c + v)), acc[v]);
+      for (int v = 0; v < kVectors; ++v) x[v] = V::load(value[j] + 16 * (c + v));
+#pragma GCC unroll 4
+      for (int n = 0; n < NH; ++n) {
+        const F w = V::set1(e[n][j]);
+#pragma GCC unroll 4
+        for (int v = 0; v < kVectors; ++v) acc[n][v] = V::fma(w, x[v], acc[n][v]);
+      }
     }
 #pragma GCC unroll 4
-    for (int v = 0; v < kVectors; ++v) V::store(o + 16 * (c + v), acc[v]);
+    for (int n = 0; n < NH; ++n)
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) V::store(o[n] + 16 * (c + v), acc[n][v]);
   }
-  for (; c < full; ++c) {
-    F acc = V::load(o + 16 * c);
-    for (int64_t j = k0; j < k1; ++j) acc = V::fma(V::set1(e[j]), V::load(value[j] + 16 * c), acc);
-    V::store(o + 16 * c, acc);
-  }
-  if (tail != 0) {
-    F acc = load_part<V>(o + 16 * full, tail);
-    for (int64_t j = k0; j < k1; ++j)
-      acc = V::fma(V::set1(e[j]), load_part<V>(value[j] + 16 * full, tail), acc);
-    store_part<V>(o + 16 * full, acc, tail);
+  for (int n = 0; n < NH; ++n) {
+    for (int64_t d = c; d < full; ++d) {
+      F acc = V::load(o[n] + 16 * d);
+      for (int64_t j = k0; j < k1; ++j)
+        acc = V::fma(V::set1(e[n][j]), V::load(value[j] + 16 * d), acc);
+      V::store(o[n] + 16 * d, acc);
+    }
+    if (tail != 0) {
+      F acc = load_part<V>(o[n] + 16 * full, tail);
+      for (int64_t j = k0; j < k1; ++j)
+        acc = V::fma(V::set1(e[n][j]), load_part<V>(value[j] + 16 * full, tail), acc);
+      store_part<V>(o[n] + 16 * full, acc, tail);
+    }
   }
 }
 
@@ -240,9 +244,20 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, const PassS
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t lo = std::max(j0, p.key_begin(r0 + r)), hi = std::min(j1, p.key_end(r0 + r));
       if (lo >= hi) continue;
-      for (int64_t h = 0; h < heads; ++h)
-        accumulate_values<V, T>(p, block_values, s.score_row(r, h) + (j0 - first), lo - j0, hi - j0,
-                                s.out_row(r, h));
+      for (int64_t h = 0; h < heads;) {
+        const int n = heads - h >= V::kValueHeads ? V::kValueHeads : 1;
+        const float* e[V::kValueHeads];
+        float* o[V::kValueHeads];
+        for (int i = 0; i < n; ++i) {
+          e[i] = s.score_row(r, h + i) + (j0 - first);
+          o[i] = s.out_row(r, h + i);
+        }
+        if (n == V::kValueHeads)
+          accumulate_values<V, T, V::kValueHeads>(p, block_values, e, lo - j0, hi - j0, o);
+        else
+          accumulate_values<V, T, 1>(p, block_values, e, lo - j0, hi - j0, o);
+        h += n;
+      }
     }
   }
 

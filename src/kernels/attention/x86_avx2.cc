@@ -13,7 +13,8 @@ struct Ymm2 {
   struct F {
     __m256 lo, hi;  // lanes 0-7, 8-15
   };
-  static constexpr int kKeys = 8;
+  static constexpr int kValueHeads = 1;
+  static constexpr int kKeys = 4;
 
   static DQ4_ATTENTION_INLINE F zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   static DQ4_ATTENTION_INLINE F set1(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
@@ -57,10 +58,10 @@ struct Ymm2 {
     return {_mm256_andnot_ps(_mm256_cmp_ps(x.lo, limit.lo, _CMP_LT_OQ), y.lo),
             _mm256_andnot_ps(_mm256_cmp_ps(x.hi, limit.hi, _CMP_LT_OQ), y.hi)};
   }
-  static DQ4_ATTENTION_INLINE void reduce_keys(const F (&acc)[kKeys], float* out) {
+  static DQ4_ATTENTION_INLINE void reduce_keys(const F (&acc)[kKeys], float scale, float* out) {
     __m256 t8[kKeys];
     for (int b = 0; b < kKeys; ++b) t8[b] = _mm256_add_ps(acc[b].lo, acc[b].hi);
-    reduce_t8(t8, out);
+    reduce_t8(t8, scale, out);
   }
 };
 

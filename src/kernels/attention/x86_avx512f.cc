@@ -12,6 +12,7 @@ namespace {
 
 struct Zmm {
   using F = __m512;
+  static constexpr int kValueHeads = 4;
   static constexpr int kKeys = 16;
 
   static DQ4_ATTENTION_INLINE F zero() { return _mm512_setzero_ps(); }
@@ -38,14 +39,14 @@ struct Zmm {
     return _mm512_maskz_mov_ps(static_cast<__mmask16>(~_mm512_cmp_ps_mask(x, limit, _CMP_LT_OQ)),
                                y);
   }
-  static DQ4_ATTENTION_INLINE void reduce_keys(const F (&acc)[kKeys], float* out) {
+  static DQ4_ATTENTION_INLINE void reduce_keys(const F (&acc)[kKeys], float scale, float* out) {
     __m256 t8[2][8];
     for (int b = 0; b < kKeys; ++b) {
       const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[b]), 1));
       t8[b / 8][b % 8] = _mm256_add_ps(_mm512_castps512_ps256(acc[b]), high);
     }
-    reduce_t8(t8[0], out);
-    reduce_t8(t8[1], out + 8);
+    reduce_t8(t8[0], scale, out);
+    reduce_t8(t8[1], scale, out + 8);
   }
 };
 

@@ -27,24 +27,22 @@ DQ4_ATTENTION_INLINE __m256 t1_pair(__m256 e, __m256 f) {
   return _mm256_add_ps(_mm256_shuffle_ps(e, f, 0x88), _mm256_shuffle_ps(e, f, 0xdd));
 }
 
-// out[k] = the dot product whose t8 is t8[k], k < N (N = 4 or 8).
+// out[k] = (the dot product whose t8 is t8[k]) * scale, k < N (N = 4 or 8).
 template <int N>
-DQ4_ATTENTION_INLINE void reduce_t8(const __m256 (&t8)[N], float* out) {
+DQ4_ATTENTION_INLINE void reduce_t8(const __m256 (&t8)[N], float scale, float* out) {
   static_assert(N == 4 || N == 8);
   const __m256 c0 = t4_pair(t8[0], t8[1]), c1 = t4_pair(t8[2], t8[3]);
   const __m256 d0 = t2_pair(c0, c1);  // low: keys 0, 2; high: keys 1, 3
   if constexpr (N == 4) {
-    float r[8];
-    _mm256_storeu_ps(r, t1_pair(d0, d0));  // low: 0 2 0 2; high: 1 3 1 3
-    out[0] = r[0];
-    out[1] = r[4];
-    out[2] = r[1];
-    out[3] = r[5];
+    const __m256 e = t1_pair(d0, d0);  // low: 0 2 0 2; high: 1 3 1 3
+    const __m128 dots = _mm_unpacklo_ps(_mm256_castps256_ps128(e), _mm256_extractf128_ps(e, 1));
+    _mm_storeu_ps(out, _mm_mul_ps(dots, _mm_set1_ps(scale)));
   } else {
     const __m256 c2 = t4_pair(t8[4], t8[5]), c3 = t4_pair(t8[6], t8[7]);
     const __m256 d1 = t2_pair(c2, c3);  // low: keys 4, 6; high: keys 5, 7
     const __m256 e = t1_pair(d0, d1);   // low: 0 2 4 6; high: 1 3 5 7
-    _mm256_storeu_ps(out, _mm256_permutevar8x32_ps(e, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    const __m256 dots = _mm256_permutevar8x32_ps(e, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_ps(out, _mm256_mul_ps(dots, _mm256_set1_ps(scale)));
   }
 }
 
