@@ -31,6 +31,8 @@ namespace {
 // Value sweep: keys per block, so that a block's values stay in L1 while each (row, head) of
 // the pass reads them.
 constexpr int64_t kValueBlock = 32;
+// Score sweep: how far ahead keys are prefetched.
+constexpr int64_t kPrefetchKeys = 16;
 
 // Up to 16 elements from p (the rest 0) as f32: the tail of a head_dim that is no multiple of 16.
 template <class V, class T>
@@ -86,6 +88,29 @@ struct TokenCursor {
   }
 };
 
+// Software prefetch of the vectors `distance` tokens ahead of a sweep over [.., end): the
+// hardware prefetchers follow one block's vectors, not the jump to the next block of the table.
+template <class T>
+struct Prefetcher {
+  TokenCursor<T> cursor;
+  int64_t at, end, bytes;
+
+  Prefetcher(const T* base, const PagedKv& kv, int64_t head_dim, int64_t g, int64_t from,
+             int64_t distance, int64_t end)
+      : cursor(base, kv, head_dim, g, std::min(from + distance, end)),
+        at(std::min(from + distance, end)),
+        end(end),
+        bytes(head_dim * static_cast<int64_t>(sizeof(T))) {}
+  // Prefetches the next token's vector.
+  void step() {
+    if (at == end) return;
+    const char* v = reinterpret_cast<const char*>(cursor.get());
+    for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(v + offset);
+    cursor.next();
+    ++at;
+  }
+};
+
 // The scratch of one pass (kernel.h's scratch_floats()): per (row r, head h) a score row over
 // keys [first, end), an output accumulator and the sum of the weights.
 struct PassScratch {
@@ -106,13 +131,16 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
   using F = typename V::F;
   constexpr int kKeys = V::kKeys;
   const int64_t heads = t.head_end - t.head_begin, full = p.head_dim / 16, tail = p.head_dim % 16;
-  TokenCursor<T> cursor(static_cast<const T*>(p.kv.keys), p.kv, p.head_dim, t.kv_head, first);
+  const T* keys = static_cast<const T*>(p.kv.keys);
+  TokenCursor<T> cursor(keys, p.kv, p.head_dim, t.kv_head, first);
+  Prefetcher<T> ahead(keys, p.kv, p.head_dim, t.kv_head, first, kPrefetchKeys, end);
   for (int64_t j = first; j < end; j += kKeys) {
     const int64_t count = std::min<int64_t>(kKeys, end - j);
     const T* key[kKeys];
     for (int b = 0; b < kKeys; ++b) {  // past the end: the last key again, its dot unused
       key[b] = cursor.get();
       if (b + 1 < count) cursor.next();
+      ahead.step();
     }
     cursor.next();
     for (int64_t r = 0; r < rows; ++r)
@@ -236,11 +264,16 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, const PassS
     }
 
   // The values of a block of keys j0 + k, k < kValueBlock.
-  TokenCursor<T> cursor(static_cast<const T*>(p.kv.values), p.kv, p.head_dim, t.kv_head, first);
+  const T* values = static_cast<const T*>(p.kv.values);
+  TokenCursor<T> cursor(values, p.kv, p.head_dim, t.kv_head, first);
+  Prefetcher<T> ahead(values, p.kv, p.head_dim, t.kv_head, first, kValueBlock, end);
   const T* block_values[kValueBlock];
   for (int64_t j0 = first; j0 < end; j0 += kValueBlock) {
     const int64_t j1 = std::min(end, j0 + kValueBlock);
-    for (int64_t j = j0; j < j1; ++j, cursor.next()) block_values[j - j0] = cursor.get();
+    for (int64_t j = j0; j < j1; ++j, cursor.next()) {
+      block_values[j - j0] = cursor.get();
+      ahead.step();  // the next block's values
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t lo = std::max(j0, p.key_begin(r0 + r)), hi = std::min(j1, p.key_end(r0 + r));
       if (lo >= hi) continue;
