@@ -109,13 +109,13 @@ std::vector<Script> scripts() {
 }
 
 // Row-by-row logits of every script, run alone with the prompt in one chunk.
-std::vector<std::vector<float>> run_alone(Model& model, ThreadPool& pool) {
+std::vector<std::vector<float>> run_alone(Model& model, ThreadPool& pool, attention::KvType kv) {
   std::vector<std::vector<float>> out;
   const size_t vocab = static_cast<size_t>(model.vocab_size());
   for (const Script& s : scripts()) {
     std::vector<int32_t> all = s.prompt;
     all.insert(all.end(), s.decode.begin(), s.decode.end());
-    Session session(model, static_cast<int64_t>(all.size()), attention::KvType::f32, 512, &pool);
+    Session session(model, static_cast<int64_t>(all.size()), kv, 512, &pool);
     std::vector<float> rows;
     const std::span<const float> p = session.feed_all(s.prompt);
     rows.insert(rows.end(), p.begin(), p.end());
@@ -130,7 +130,8 @@ std::vector<std::vector<float>> run_alone(Model& model, ThreadPool& pool) {
 
 // All scripts at once in one cache: prompts split into chunks of `chunk`, later steps mixing one
 // sequence's prefill chunk with the others' decode tokens.
-std::vector<std::vector<float>> run_batched(Model& model, ThreadPool& pool, int64_t chunk) {
+std::vector<std::vector<float>> run_batched(Model& model, ThreadPool& pool, int64_t chunk,
+                                            attention::KvType kv) {
   const std::vector<Script> all = scripts();
   constexpr int64_t kBlock = 4;
   std::vector<std::vector<int32_t>> tokens, tables;
@@ -145,7 +146,7 @@ std::vector<std::vector<float>> run_batched(Model& model, ThreadPool& pool, int6
     tables.push_back(std::move(table));
   }
   for (auto& table : tables) std::reverse(table.begin(), table.end());
-  KvCache cache(model.kv_shape(next_block, kBlock));
+  KvCache cache(model.kv_shape(next_block, kBlock, kv));
   const size_t vocab = static_cast<size_t>(model.vocab_size());
   std::vector<std::vector<float>> out(all.size());
   std::vector<size_t> done(all.size(), 0);
@@ -196,6 +197,7 @@ void expect_bitwise_equal(const std::vector<std::vector<float>>& a,
 struct BatchCase {
   const char* fixture;
   std::optional<int64_t> quantize_group;
+  attention::KvType kv = attention::KvType::f32;
 };
 
 class BatchedForward : public ::testing::TestWithParam<BatchCase> {};
@@ -205,15 +207,16 @@ TEST_P(BatchedForward, EqualsOneSequenceAtATimeBitForBit) {
   options.quantize_group = GetParam().quantize_group;
   std::unique_ptr<Model> model =
       Model::load(test::fixtures_dir() + "/" + GetParam().fixture, options);
+  const attention::KvType kv = GetParam().kv;
   ThreadPool one(1);
-  const auto reference = run_alone(*model, one);
+  const auto reference = run_alone(*model, one, kv);
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
-    expect_bitwise_equal(run_alone(*model, pool), reference,
+    expect_bitwise_equal(run_alone(*model, pool, kv), reference,
                          "alone, " + std::to_string(threads) + " threads");
     for (int64_t chunk : {1, 3, 7, 512})
       expect_bitwise_equal(
-          run_batched(*model, pool, chunk), reference,
+          run_batched(*model, pool, chunk, kv), reference,
           "batched, chunk " + std::to_string(chunk) + ", " + std::to_string(threads) + " threads");
   }
 }
@@ -222,15 +225,33 @@ INSTANTIATE_TEST_SUITE_P(
     Stories260K, BatchedForward,
     ::testing::Values(BatchCase{"stories260K-hf", std::nullopt}, BatchCase{"stories260K-hf", 32},
                       BatchCase{"stories260K-hf", 0},
-                      BatchCase{"stories260K-hf-w4a16-ct", std::nullopt}),
+                      BatchCase{"stories260K-hf-w4a16-ct", std::nullopt},
+                      BatchCase{"stories260K-hf", 32, attention::KvType::bf16}),
     [](const auto& info) {
       const BatchCase& c = info.param;
       std::string name =
           std::string(c.fixture).find("w4a16") != std::string::npos ? "W4A16" : "F32";
       if (c.quantize_group)
         name = *c.quantize_group == 0 ? "W4A8Channel" : "W4A8G" + std::to_string(*c.quantize_group);
-      return name;
+      return c.kv == attention::KvType::bf16 ? name + "KvBf16" : name;
     });
+
+// BF16 keys and values round each stored value once: the logits move, but only a little.
+TEST(KvCacheBf16, StaysCloseToF32) {
+  std::unique_ptr<Model> model = Model::load(test::fixtures_dir() + "/stories260K-hf");
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315};
+  Session f32(*model, 64, attention::KvType::f32), bf16(*model, 64, attention::KvType::bf16);
+  const std::span<const float> a = f32.feed_all(prompt);
+  const std::vector<float> want(a.begin(), a.end());
+  const std::span<const float> b = bf16.feed_all(prompt);
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(want[i] - b[i])));
+    largest = std::max(largest, static_cast<double>(std::abs(want[i])));
+  }
+  EXPECT_GT(worst, 0.0);  // the cache really holds bf16
+  EXPECT_LT(worst, 0.02 * largest);
+}
 
 }  // namespace
 }  // namespace dq4
