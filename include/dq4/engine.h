@@ -100,6 +100,9 @@ struct RequestOutput {
   std::vector<ChoiceDelta> choices;  // the choices with something new, in index order
   Usage usage;                       // totals so far
   bool finished = false;             // every choice has finished: this is the last event
+  // Set (with finish_reason abort) when the engine failed to run the request's step: the server
+  // answers 500 with it.
+  std::optional<std::string> error;
 };
 
 // Called on the engine's thread, never concurrently for one request, never after the event
@@ -128,8 +131,10 @@ struct Histogram {
 
 // A snapshot for /metrics. Counters only grow over the engine's life.
 struct EngineStats {
-  int64_t running = 0;  // requests with a sequence scheduled (some may be mid-prefill)
-  int64_t waiting = 0;  // requests queued or preempted, not yet (re)admitted
+  // Sequences (one per choice) being computed (some may be mid-prompt), and those queued or
+  // preempted, not yet (re)admitted.
+  int64_t running = 0;
+  int64_t waiting = 0;
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;  // held by sequences (cached blocks nobody holds count as free)
   double kv_usage = 0;         // kv_blocks_used / kv_blocks_total

@@ -1,0 +1,491 @@
+#include "dq4/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "block_manager.h"
+#include "choice_text.h"
+#include "histogram.h"
+#include "scheduler.h"
+#include "sequence.h"
+
+namespace dq4 {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+SamplingParams choice_sampling(const SamplingParams& params, int index) {
+  SamplingParams p = params;
+  if (p.seed) *p.seed += static_cast<uint64_t>(index);
+  return p;
+}
+
+struct Choice {
+  Choice(const Tokenizer& tokenizer, const Request& request, uint64_t request_id, int index)
+      : sampler(choice_sampling(request.sampling, index)),
+        text(tokenizer, request.prompt, request.skip_special_tokens, request.stop,
+             request.include_stop_str_in_output) {
+    seq.request_id = request_id;
+    seq.choice = index;
+    seq.tokens = request.prompt;
+    seq.prompt_len = static_cast<int64_t>(request.prompt.size());
+    delta.index = index;
+  }
+  int64_t generated() const { return static_cast<int64_t>(seq.tokens.size()) - seq.prompt_len; }
+
+  engine::Sequence seq;
+  Sampler sampler;
+  engine::ChoiceText text;
+  ChoiceDelta delta;  // what the request's next event carries for this choice
+  bool changed = false;
+  bool finished = false;
+  Clock::time_point first_token, last_token;
+};
+
+struct RequestState {
+  uint64_t id = 0;
+  Request request;
+  OutputCallback on_output;
+  std::vector<std::unique_ptr<Choice>> choices;
+  Clock::time_point arrival;
+  bool scheduled = false;       // a chunk of it has run
+  bool produced = false;        // a token came out
+  bool siblings_added = false;  // choices 1..n-1 handed to the scheduler
+  int finished = 0;             // choices finished
+  Usage usage;
+  std::optional<std::string> error;
+};
+
+}  // namespace
+
+struct Engine::Impl {
+  Impl(std::unique_ptr<EngineModel> owned, const Tokenizer& tokenizer, const EngineOptions& opts);
+
+  uint64_t add_request(Request request, OutputCallback on_output);
+  void abort(uint64_t id);
+  void start();
+  void stop(StopMode mode);
+  bool step();
+  EngineStats stats() const;
+
+  void run_loop();
+  bool take_inbox();
+  void run_batch(const std::vector<engine::ScheduledChunk>& chunks);
+  void sample(RequestState& r, Choice& c, float* row, Clock::time_point now);
+  void finish(RequestState& r, Choice& c, FinishReason reason, Clock::time_point now);
+  void abort_request(RequestState& r, Clock::time_point now);
+  void add_siblings(RequestState& r);
+  void publish_stats();
+  RequestState& owner(const engine::Sequence& seq) { return *requests.at(seq.request_id); }
+
+  std::unique_ptr<EngineModel> model;
+  const Tokenizer& tokenizer;
+  EngineOptions options;
+  int64_t vocab = 0;
+  KvCache cache;
+  std::unique_ptr<engine::BlockManager> blocks;
+  std::unique_ptr<engine::Scheduler> scheduler;
+
+  // Touched by the stepping thread only.
+  std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests;
+  std::vector<float> logits, raw_row;
+  EngineStats live;
+
+  std::mutex mutex;  // guards what other threads hand to the stepping thread
+  std::condition_variable wake;
+  std::vector<std::unique_ptr<RequestState>> inbox;
+  std::vector<uint64_t> aborts;
+  bool stopping = false, abort_all = false;
+  uint64_t next_id = 1;
+  std::thread loop;
+  std::atomic<int64_t> queued{0};  // added, not yet scheduled
+  std::atomic<int64_t> unfinished{0};
+
+  mutable std::mutex stats_mutex;
+  EngineStats published;
+};
+
+Engine::Impl::Impl(std::unique_ptr<EngineModel> owned, const Tokenizer& tok,
+                   const EngineOptions& opts)
+    : model(std::move(owned)), tokenizer(tok), options(opts) {
+  options.validate();
+  vocab = model->vocab_size();
+  const int64_t context = model->max_context();
+  if (options.max_model_len > context)
+    throw Error("engine option max_model_len " + std::to_string(options.max_model_len) +
+                " exceeds the model's context of " + std::to_string(context) + " tokens");
+  int64_t num_blocks = options.kv_blocks;
+  if (num_blocks == 0) {
+    const size_t per_block =
+        KvCache::bytes_per_block(model->kv_shape(1, options.block_size, options.kv_type));
+    num_blocks = static_cast<int64_t>(options.kv_cache_memory / per_block);
+    if (num_blocks == 0)
+      throw Error("engine option kv_cache_memory " + std::to_string(options.kv_cache_memory) +
+                  " bytes holds no KV block (one takes " + std::to_string(per_block) + " bytes)");
+  }
+  const int64_t capacity = num_blocks * options.block_size;
+  // One sequence must always fit in the pool alone, or preemption could never make room for it.
+  if (options.max_model_len == 0) {
+    options.max_model_len = std::min(context, capacity);
+  } else if (options.max_model_len > capacity) {
+    throw Error("engine: the KV cache holds " + std::to_string(capacity) + " tokens (" +
+                std::to_string(num_blocks) + " blocks of " + std::to_string(options.block_size) +
+                "), fewer than max_model_len " + std::to_string(options.max_model_len));
+  }
+  options.kv_blocks = num_blocks;
+  cache = KvCache(model->kv_shape(num_blocks, options.block_size, options.kv_type));
+  blocks = std::make_unique<engine::BlockManager>(num_blocks, options.block_size,
+                                                  options.enable_prefix_caching);
+  scheduler = std::make_unique<engine::Scheduler>(
+      *blocks, engine::SchedulerLimits{options.max_num_seqs, options.max_num_batched_tokens});
+  live.kv_blocks_total = num_blocks;
+  live.time_to_first_token = engine::make_histogram(engine::ttft_buckets());
+  live.time_per_output_token = engine::make_histogram(engine::tpot_buckets());
+  live.inter_token_latency = engine::make_histogram(engine::tpot_buckets());
+  live.e2e_request_latency = engine::make_histogram(engine::e2e_buckets());
+  live.queue_time = engine::make_histogram(engine::e2e_buckets());
+  published = live;
+}
+
+uint64_t Engine::Impl::add_request(Request request, OutputCallback on_output) {
+  request.validate();
+  if (!on_output) throw Error("engine: add_request needs an output callback");
+  const int64_t limit = options.max_model_len;
+  const int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  for (TokenId id : request.prompt)
+    if (id < 0 || id >= vocab)
+      throw Error("request: prompt token id " + std::to_string(id) +
+                  " is outside the vocabulary of " + std::to_string(vocab));
+  for (TokenId id : request.stop_token_ids)
+    if (id < 0 || id >= vocab)
+      throw Error("request: stop token id " + std::to_string(id) +
+                  " is outside the vocabulary of " + std::to_string(vocab));
+  if (request.max_tokens ? prompt + *request.max_tokens > limit : prompt >= limit)
+    throw Error("request: the prompt (" + std::to_string(prompt) + " tokens) plus max_tokens (" +
+                (request.max_tokens ? std::to_string(*request.max_tokens) : std::string("1")) +
+                ") exceeds the context of " + std::to_string(limit) + " tokens");
+
+  auto state = std::make_unique<RequestState>();
+  state->arrival = Clock::now();
+  state->usage.prompt_tokens = prompt;
+  state->on_output = std::move(on_output);
+  std::lock_guard lock(mutex);
+  if (stopping) throw EngineStopped("engine: shutting down, no new requests");
+  if (queued.load() >= options.max_waiting)
+    throw EngineOverloaded("engine: " + std::to_string(options.max_waiting) +
+                           " requests already wait (max_waiting)");
+  state->id = next_id++;
+  for (int i = 0; i < request.n; ++i)
+    state->choices.push_back(std::make_unique<Choice>(tokenizer, request, state->id, i));
+  state->request = std::move(request);
+  const uint64_t id = state->id;
+  inbox.push_back(std::move(state));
+  ++queued;
+  ++unfinished;
+  wake.notify_one();
+  return id;
+}
+
+void Engine::Impl::abort(uint64_t id) {
+  std::lock_guard lock(mutex);
+  aborts.push_back(id);
+  wake.notify_one();
+}
+
+void Engine::Impl::add_siblings(RequestState& r) {
+  if (r.siblings_added) return;
+  r.siblings_added = true;
+  for (size_t i = 1; i < r.choices.size(); ++i)
+    if (!r.choices[i]->finished) scheduler->add(&r.choices[i]->seq);
+}
+
+// Moves new requests and aborts over from the other threads; true when there were any.
+bool Engine::Impl::take_inbox() {
+  std::vector<std::unique_ptr<RequestState>> incoming;
+  std::vector<uint64_t> cancelled;
+  bool cancel_all;
+  {
+    std::lock_guard lock(mutex);
+    incoming.swap(inbox);
+    cancelled.swap(aborts);
+    cancel_all = abort_all;
+  }
+  for (auto& r : incoming) {
+    scheduler->add(&r->choices[0]->seq);
+    // The other choices wait until the first has computed the prompt, then find it in the prefix
+    // cache; without one they compute it alongside.
+    if (!options.enable_prefix_caching) add_siblings(*r);
+    const uint64_t id = r->id;
+    requests.emplace(id, std::move(r));
+  }
+  const auto now = Clock::now();
+  bool aborted = false;
+  for (auto& [id, r] : requests)
+    if (r->finished < static_cast<int>(r->choices.size()) &&
+        (cancel_all || std::find(cancelled.begin(), cancelled.end(), id) != cancelled.end())) {
+      abort_request(*r, now);
+      aborted = true;
+    }
+  return !incoming.empty() || aborted;
+}
+
+void Engine::Impl::abort_request(RequestState& r, Clock::time_point now) {
+  for (auto& c : r.choices)
+    if (!c->finished) finish(r, *c, FinishReason::abort, now);
+}
+
+void Engine::Impl::finish(RequestState& r, Choice& c, FinishReason reason, Clock::time_point now) {
+  c.finished = true;
+  c.changed = true;
+  c.delta.finish_reason = reason;
+  scheduler->remove(&c.seq);
+  if (c.generated() >= 2)
+    engine::observe(live.time_per_output_token,
+                    seconds(c.last_token - c.first_token) / static_cast<double>(c.generated() - 1));
+  if (c.seq.choice == 0) add_siblings(r);
+  if (++r.finished < static_cast<int>(r.choices.size())) return;
+  if (!r.scheduled) --queued;
+  --unfinished;
+  engine::observe(live.e2e_request_latency, seconds(now - r.arrival));
+  (reason == FinishReason::stop     ? live.requests_finished_stop
+   : reason == FinishReason::length ? live.requests_finished_length
+                                    : live.requests_finished_abort)++;
+}
+
+void Engine::Impl::sample(RequestState& r, Choice& c, float* row, Clock::time_point now) {
+  const Request& q = r.request;
+  std::span<float> logits_row(row, static_cast<size_t>(vocab));
+  if (q.logprobs) raw_row.assign(row, row + vocab);
+  // Before min_tokens, ending the choice is not an option.
+  if (c.generated() < q.min_tokens) {
+    constexpr float kNever = -std::numeric_limits<float>::infinity();
+    if (!q.ignore_eos)
+      for (TokenId id : model->eos_ids())
+        if (id >= 0 && id < vocab) logits_row[id] = kNever;
+    for (TokenId id : q.stop_token_ids) logits_row[id] = kNever;
+  }
+  std::span<const TokenId> all(c.seq.tokens);
+  const TokenId token =
+      c.sampler.sample(logits_row, all.first(c.seq.prompt_len), all.subspan(c.seq.prompt_len));
+  c.seq.tokens.push_back(token);
+  c.delta.token_ids.push_back(token);
+  if (q.logprobs) {
+    TokenLogprobs lp;
+    lp.chosen = {token, token_logprob(raw_row, token)};
+    if (*q.logprobs > 0) lp.top = top_logprobs(raw_row, *q.logprobs);
+    c.delta.logprobs.push_back(std::move(lp));
+  }
+  c.changed = true;
+  ++r.usage.completion_tokens;
+  ++live.generation_tokens;
+  if (c.generated() == 1) {
+    c.first_token = now;
+  } else {
+    engine::observe(live.inter_token_latency, seconds(now - c.last_token));
+  }
+  c.last_token = now;
+  if (!r.produced) {
+    r.produced = true;
+    engine::observe(live.time_to_first_token, seconds(now - r.arrival));
+  }
+  if (c.seq.choice == 0) add_siblings(r);
+
+  const bool may_stop = c.generated() > q.min_tokens;
+  const auto& eos = model->eos_ids();
+  const bool stop_token =
+      may_stop && ((!q.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) ||
+                   std::find(q.stop_token_ids.begin(), q.stop_token_ids.end(), token) !=
+                       q.stop_token_ids.end());
+  if (stop_token) {
+    c.delta.text += c.text.finish(may_stop);
+    c.delta.stop_token = token;
+    finish(r, c, FinishReason::stop, now);
+    return;
+  }
+  c.delta.text += c.text.add(token, may_stop);
+  const bool at_length = (q.max_tokens && c.generated() >= *q.max_tokens) ||
+                         static_cast<int64_t>(c.seq.tokens.size()) >= options.max_model_len;
+  if (!c.text.stop_string() && at_length) c.delta.text += c.text.finish(may_stop);
+  if (c.text.stop_string()) {
+    c.delta.stop_string = c.text.stop_string();
+    finish(r, c, FinishReason::stop, now);
+  } else if (at_length) {
+    finish(r, c, FinishReason::length, now);
+  }
+}
+
+void Engine::Impl::run_batch(const std::vector<engine::ScheduledChunk>& chunks) {
+  std::vector<SequenceInput> batch;
+  batch.reserve(chunks.size());
+  int64_t rows = 0;
+  const auto started = Clock::now();
+  for (const engine::ScheduledChunk& chunk : chunks) {
+    const engine::Sequence& seq = *chunk.seq;
+    SequenceInput in;
+    in.tokens = std::span<const TokenId>(seq.tokens).subspan(chunk.start, chunk.count);
+    in.start = chunk.start;
+    in.block_table = seq.blocks.blocks;
+    in.logits = chunk.sample ? SequenceInput::Logits::last : SequenceInput::Logits::none;
+    batch.push_back(in);
+    rows += chunk.sample;
+    RequestState& r = owner(seq);
+    if (!r.scheduled) {
+      r.scheduled = true;
+      --queued;
+      live.prompt_tokens += r.usage.prompt_tokens;
+      engine::observe(live.queue_time, seconds(started - r.arrival));
+    }
+  }
+  logits.resize(static_cast<size_t>(rows * vocab));
+  try {
+    model->forward(batch, cache, logits.data());
+  } catch (const std::exception& e) {
+    // The batch's requests cannot go on (their cache may be half written); everyone else can.
+    const auto now = Clock::now();
+    for (const engine::ScheduledChunk& chunk : chunks) {
+      RequestState& r = owner(*chunk.seq);
+      if (r.error) continue;
+      r.error = std::string("engine: the model failed: ") + e.what();
+      abort_request(r, now);
+    }
+    return;
+  }
+  scheduler->complete(chunks);
+  const auto now = Clock::now();
+  int64_t row = 0;
+  for (const engine::ScheduledChunk& chunk : chunks) {
+    if (!chunk.sample) continue;
+    RequestState& r = owner(*chunk.seq);
+    Choice& c = *r.choices[chunk.seq->choice];
+    if (chunk.seq->choice == 0 && !r.produced)
+      r.usage.cached_prompt_tokens = chunk.seq->first_cached_tokens;
+    sample(r, c, logits.data() + row++ * vocab, now);
+  }
+}
+
+bool Engine::Impl::step() {
+  bool worked = take_inbox();
+  const std::vector<engine::ScheduledChunk> chunks = scheduler->schedule();
+  if (!chunks.empty()) {
+    run_batch(chunks);
+    worked = true;
+  }
+  // Events go out after the step's work; finished requests leave the table first.
+  std::vector<std::pair<RequestState*, RequestOutput>> events;
+  std::vector<std::unique_ptr<RequestState>> done;
+  for (auto it = requests.begin(); it != requests.end();) {
+    RequestState& r = *it->second;
+    RequestOutput out;
+    for (auto& c : r.choices) {
+      if (!c->changed) continue;
+      out.choices.push_back(std::move(c->delta));
+      c->delta = ChoiceDelta{};
+      c->delta.index = c->seq.choice;
+      c->changed = false;
+    }
+    const bool finished = r.finished == static_cast<int>(r.choices.size());
+    if (!out.choices.empty()) {
+      out.request_id = r.id;
+      out.usage = r.usage;
+      out.finished = finished;
+      out.error = r.error;
+      events.emplace_back(&r, std::move(out));
+    }
+    if (finished) {
+      done.push_back(std::move(it->second));
+      it = requests.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  publish_stats();
+  for (auto& [r, out] : events) r->on_output(std::move(out));
+  return worked;
+}
+
+void Engine::Impl::publish_stats() {
+  live.running = scheduler->num_running();
+  live.waiting = scheduler->num_waiting();
+  live.kv_blocks_used = blocks->used_blocks();
+  live.kv_usage =
+      static_cast<double>(live.kv_blocks_used) / static_cast<double>(live.kv_blocks_total);
+  live.prefix_cache_queries = scheduler->prefix_queries();
+  live.prefix_cache_hits = scheduler->prefix_hits();
+  live.preemptions = scheduler->preemptions();
+  std::lock_guard lock(stats_mutex);
+  published = live;
+}
+
+EngineStats Engine::Impl::stats() const {
+  std::lock_guard lock(stats_mutex);
+  return published;
+}
+
+void Engine::Impl::run_loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex);
+      wake.wait(lock, [&] {
+        return !inbox.empty() || !aborts.empty() || abort_all || stopping || !requests.empty();
+      });
+      if (stopping && inbox.empty() && requests.empty()) return;
+    }
+    step();
+  }
+}
+
+void Engine::Impl::start() {
+  std::lock_guard lock(mutex);
+  if (stopping) throw Error("engine: start() after stop()");
+  if (loop.joinable()) return;
+  loop = std::thread([this] { run_loop(); });
+}
+
+void Engine::Impl::stop(StopMode mode) {
+  bool running_loop;
+  {
+    std::lock_guard lock(mutex);
+    stopping = true;
+    if (mode == StopMode::abort) abort_all = true;
+    running_loop = loop.joinable();
+  }
+  wake.notify_all();
+  if (running_loop) {
+    loop.join();
+  } else {
+    while (step()) {
+    }
+  }
+}
+
+Engine::Engine(std::unique_ptr<EngineModel> model, const Tokenizer& tokenizer,
+               const EngineOptions& options)
+    : impl_(std::make_unique<Impl>(std::move(model), tokenizer, options)) {}
+
+Engine::~Engine() { impl_->stop(StopMode::abort); }
+
+uint64_t Engine::add_request(Request request, OutputCallback on_output) {
+  return impl_->add_request(std::move(request), std::move(on_output));
+}
+void Engine::abort(uint64_t request_id) { impl_->abort(request_id); }
+void Engine::start() { impl_->start(); }
+void Engine::stop(StopMode mode) { impl_->stop(mode); }
+bool Engine::step() {
+  if (impl_->loop.joinable()) throw Error("engine: step() while the loop thread runs");
+  return impl_->step();
+}
+bool Engine::has_unfinished() const { return impl_->unfinished.load() > 0; }
+EngineStats Engine::stats() const { return impl_->stats(); }
+const EngineOptions& Engine::options() const { return impl_->options; }
+int64_t Engine::max_model_len() const { return impl_->options.max_model_len; }
+
+}  // namespace dq4

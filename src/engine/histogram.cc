@@ -1,0 +1,36 @@
+#include "histogram.h"
+
+#include <algorithm>
+
+namespace dq4::engine {
+
+Histogram make_histogram(std::vector<double> upper_bounds) {
+  Histogram h;
+  h.cumulative.assign(upper_bounds.size(), 0);
+  h.upper_bounds = std::move(upper_bounds);
+  return h;
+}
+
+void observe(Histogram& h, double value) {
+  const auto first = std::lower_bound(h.upper_bounds.begin(), h.upper_bounds.end(), value);
+  for (size_t i = first - h.upper_bounds.begin(); i < h.cumulative.size(); ++i) ++h.cumulative[i];
+  ++h.count;
+  h.sum += value;
+}
+
+std::vector<double> ttft_buckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+}
+
+std::vector<double> tpot_buckets() {
+  return {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+          0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+}
+
+std::vector<double> e2e_buckets() {
+  return {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+          30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+}
+
+}  // namespace dq4::engine

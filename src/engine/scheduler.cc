@@ -1,0 +1,98 @@
+#include "scheduler.h"
+
+#include <algorithm>
+
+namespace dq4::engine {
+
+Scheduler::Scheduler(BlockManager& blocks, const SchedulerLimits& limits)
+    : blocks_(blocks), limits_(limits) {}
+
+void Scheduler::add(Sequence* seq) {
+  seq->state = Sequence::State::waiting;
+  waiting_.push_back(seq);
+}
+
+void Scheduler::remove(Sequence* seq) {
+  std::erase(running_, seq);
+  std::erase(waiting_, seq);
+  blocks_.free(seq->blocks);
+  seq->state = Sequence::State::finished;
+}
+
+void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& chunks, int64_t& budget) {
+  auto chunk = std::find_if(chunks.begin(), chunks.end(),
+                            [&](const ScheduledChunk& c) { return c.seq == victim; });
+  if (chunk != chunks.end()) {
+    budget += chunk->count;
+    chunks.erase(chunk);
+  }
+  std::erase(running_, victim);
+  blocks_.free(victim->blocks);
+  victim->num_computed = 0;
+  victim->state = Sequence::State::waiting;
+  waiting_.push_front(victim);
+  ++preemptions_;
+}
+
+// Schedules the next chunk of a running sequence, preempting younger ones for blocks; false when
+// `seq` itself had to be preempted.
+bool Scheduler::schedule_running(Sequence* seq, std::vector<ScheduledChunk>& chunks,
+                                 int64_t& budget) {
+  const int64_t count = std::min(seq->pending(), budget);
+  while (!blocks_.allocate(seq->blocks, seq->num_computed + count)) {
+    Sequence* victim = running_.back();
+    preempt(victim, chunks, budget);
+    if (victim == seq) return false;
+  }
+  chunks.push_back({seq, seq->num_computed, count,
+                    seq->num_computed + count == static_cast<int64_t>(seq->tokens.size())});
+  budget -= count;
+  return true;
+}
+
+std::vector<ScheduledChunk> Scheduler::schedule() {
+  std::vector<ScheduledChunk> chunks;
+  int64_t budget = limits_.max_num_batched_tokens;
+  const uint64_t preemptions_before = preemptions_;
+  // Decode tokens first, so that prompts never stall the sequences already generating.
+  for (bool decode : {true, false}) {
+    std::vector<Sequence*> order = running_;  // preemption edits running_
+    for (Sequence* seq : order) {
+      if (budget == 0) break;
+      if (seq->state != Sequence::State::running || (seq->pending() == 1) != decode) continue;
+      schedule_running(seq, chunks, budget);
+    }
+  }
+  // After a preemption the pool is short: admitting more would only preempt again.
+  while (preemptions_ == preemptions_before && budget > 0 && !waiting_.empty() &&
+         static_cast<int64_t>(running_.size()) < limits_.max_num_seqs) {
+    Sequence* seq = waiting_.front();
+    const PrefixHit hit = blocks_.find_prefix(seq->tokens);
+    const int64_t cached = static_cast<int64_t>(hit.blocks.size()) * blocks_.block_size();
+    const int64_t count = std::min(static_cast<int64_t>(seq->tokens.size()) - cached, budget);
+    if (!blocks_.allocate(seq->blocks, cached + count, hit)) break;
+    waiting_.pop_front();
+    if (blocks_.prefix_caching()) {
+      prefix_queries_ += seq->tokens.size();
+      prefix_hits_ += cached;
+    }
+    if (!seq->scheduled_before) seq->first_cached_tokens = cached;
+    seq->num_computed = cached;
+    seq->state = Sequence::State::running;
+    running_.push_back(seq);
+    chunks.push_back(
+        {seq, cached, count, cached + count == static_cast<int64_t>(seq->tokens.size())});
+    budget -= count;
+  }
+  return chunks;
+}
+
+void Scheduler::complete(const std::vector<ScheduledChunk>& chunks) {
+  for (const ScheduledChunk& c : chunks) {
+    c.seq->num_computed = c.start + c.count;
+    c.seq->scheduled_before = true;
+    blocks_.cache_full_blocks(c.seq->blocks, c.seq->tokens, c.seq->num_computed);
+  }
+}
+
+}  // namespace dq4::engine

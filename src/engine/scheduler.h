@@ -1,0 +1,61 @@
+#pragma once
+// Which tokens of which sequences run in the next step. Each step fills a token budget: first one
+// decode token for every running sequence that has finished its prompt, then the next chunk of
+// the running sequences still in their prompt, then the waiting sequences in order (preempted
+// ones first), each taking as much of its prompt as the budget has left (chunked prefill), while
+// blocks and the sequence limit allow. When a running sequence needs a block and none is free,
+// the youngest running sequence is preempted: its blocks are freed and it waits to be computed
+// again from its tokens.
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "block_manager.h"
+#include "sequence.h"
+
+namespace dq4::engine {
+
+struct ScheduledChunk {
+  Sequence* seq = nullptr;
+  int64_t start = 0;    // first position computed
+  int64_t count = 0;    // tokens computed
+  bool sample = false;  // reaches the sequence's last token: its logits give the next token
+};
+
+struct SchedulerLimits {
+  int64_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 2048;
+};
+
+class Scheduler {
+ public:
+  Scheduler(BlockManager& blocks, const SchedulerLimits& limits);
+
+  void add(Sequence* seq);     // to the back of the waiting queue
+  void remove(Sequence* seq);  // finished or aborted: out of its queue, blocks freed
+
+  std::vector<ScheduledChunk> schedule();
+  // After the step's forward: the chunks' tokens are in the cache.
+  void complete(const std::vector<ScheduledChunk>& chunks);
+
+  int64_t num_running() const { return static_cast<int64_t>(running_.size()); }
+  int64_t num_waiting() const { return static_cast<int64_t>(waiting_.size()); }
+  bool empty() const { return running_.empty() && waiting_.empty(); }
+
+  uint64_t preemptions() const { return preemptions_; }
+  uint64_t prefix_queries() const { return prefix_queries_; }  // prompt tokens looked up
+  uint64_t prefix_hits() const { return prefix_hits_; }        // of which found cached
+
+ private:
+  void preempt(Sequence* victim, std::vector<ScheduledChunk>& chunks, int64_t& budget);
+  bool schedule_running(Sequence* seq, std::vector<ScheduledChunk>& chunks, int64_t& budget);
+
+  BlockManager& blocks_;
+  SchedulerLimits limits_;
+  std::vector<Sequence*> running_;  // in admission order: the back is the youngest
+  std::deque<Sequence*> waiting_;
+  uint64_t preemptions_ = 0, prefix_queries_ = 0, prefix_hits_ = 0;
+};
+
+}  // namespace dq4::engine
