@@ -1,0 +1,455 @@
+// The engine driven step by step over a fake model whose outputs depend on the KV cache's
+// contents: continuous batching, chunked prefill, prefix caching, preemption, aborts, stop
+// conditions, n > 1, the background loop, overload and bad requests.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "dq4/engine.h"
+#include "expect_error.h"
+#include "fake_model.h"
+#include "safetensors_writer.h"
+
+namespace dq4 {
+namespace {
+
+using test::FakeModel;
+
+const Tokenizer& stories_tokenizer() {
+  static const Tokenizer t = Tokenizer::from_directory(test::fixtures_dir() + "/stories260K-hf");
+  return t;
+}
+
+constexpr int64_t kVocab = 512;
+constexpr TokenId kEos = 2;
+
+// Everything the callbacks delivered, per request.
+struct Collected {
+  struct Choice {
+    std::vector<TokenId> tokens;
+    std::string text;
+    std::vector<TokenLogprobs> logprobs;
+    std::optional<FinishReason> finish;
+    std::optional<std::string> stop_string;
+    std::optional<TokenId> stop_token;
+  };
+  std::map<int, Choice> choices;
+  Usage usage;
+  int events = 0;
+  bool finished = false;
+};
+
+class Outputs {
+ public:
+  OutputCallback callback() {
+    return [this](RequestOutput&& out) {
+      std::lock_guard lock(mutex_);
+      Collected& c = by_id_[out.request_id];
+      EXPECT_FALSE(c.finished) << "event after the last one";
+      ++c.events;
+      for (ChoiceDelta& d : out.choices) {
+        Collected::Choice& ch = c.choices[d.index];
+        EXPECT_FALSE(ch.finish) << "delta after the choice finished";
+        ch.tokens.insert(ch.tokens.end(), d.token_ids.begin(), d.token_ids.end());
+        ch.text += d.text;
+        ch.logprobs.insert(ch.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+        ch.finish = d.finish_reason;
+        if (d.stop_string) ch.stop_string = d.stop_string;
+        if (d.stop_token) ch.stop_token = d.stop_token;
+      }
+      c.usage = out.usage;
+      c.finished = out.finished;
+      if (out.finished) done_.notify_all();
+    };
+  }
+  Collected get(uint64_t id) {
+    std::lock_guard lock(mutex_);
+    return by_id_[id];
+  }
+  void wait_finished(const std::vector<uint64_t>& ids) {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] {
+      for (uint64_t id : ids)
+        if (!by_id_[id].finished) return false;
+      return true;
+    });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  std::map<uint64_t, Collected> by_id_;
+};
+
+std::vector<TokenId> prompt_of(int length, int salt) {
+  std::vector<TokenId> p{1};
+  for (int i = 1; i < length; ++i) p.push_back(3 + (i * 37 + salt * 101) % (kVocab - 3));
+  return p;
+}
+
+Request greedy(std::vector<TokenId> prompt, std::optional<int64_t> max_tokens) {
+  Request r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+struct Rig {
+  explicit Rig(EngineOptions options, int64_t eos_every = 0, int64_t context = 4096)
+      : model(new FakeModel(kVocab, context, {kEos}, eos_every)),
+        engine(std::unique_ptr<EngineModel>(model), stories_tokenizer(), options) {}
+  void run() {
+    while (engine.has_unfinished()) ASSERT_TRUE(engine.step());
+  }
+  FakeModel* model;  // owned by the engine
+  Engine engine;
+  Outputs outputs;
+};
+
+EngineOptions small_options() {
+  EngineOptions o;
+  o.kv_blocks = 256;
+  o.block_size = 4;
+  o.max_num_batched_tokens = 32;
+  o.max_num_seqs = 16;
+  return o;
+}
+
+TEST(EngineFake, ConcurrentRequestsMatchTheirReferenceAndRespectTheBudget) {
+  Rig rig(small_options());
+  std::vector<uint64_t> ids;
+  std::vector<std::vector<TokenId>> expected;
+  for (int i = 0; i < 24; ++i) {
+    auto prompt = prompt_of(3 + (i * 7) % 50, i);
+    const int64_t max_tokens = 5 + i % 9;
+    expected.push_back(rig.model->reference_greedy(prompt, max_tokens));
+    ids.push_back(rig.engine.add_request(greedy(prompt, max_tokens), rig.outputs.callback()));
+  }
+  rig.run();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Collected c = rig.outputs.get(ids[i]);
+    ASSERT_TRUE(c.finished);
+    EXPECT_EQ(c.choices.at(0).tokens, expected[i]) << "request " << i;
+    EXPECT_EQ(c.choices.at(0).finish, FinishReason::length);
+    EXPECT_EQ(c.usage.completion_tokens, static_cast<int64_t>(expected[i].size()));
+  }
+  for (const auto& batch : rig.model->batches()) {
+    int64_t tokens = 0;
+    for (const auto& row : batch) {
+      tokens += row.count;
+      EXPECT_NE(row.logits, SequenceInput::Logits::all);
+    }
+    EXPECT_LE(tokens, 32);
+    EXPECT_LE(static_cast<int64_t>(batch.size()), 16);
+  }
+  const EngineStats s = rig.engine.stats();
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.waiting, 0);
+  EXPECT_EQ(s.time_to_first_token.count, 24u);
+  EXPECT_EQ(s.e2e_request_latency.count, 24u);
+  EXPECT_EQ(s.requests_finished_length, 24u);
+}
+
+TEST(EngineFake, ALongPromptNeverStallsTheDecoders) {
+  Rig rig(small_options());
+  std::vector<uint64_t> decoders;
+  for (int i = 0; i < 4; ++i)
+    decoders.push_back(
+        rig.engine.add_request(greedy(prompt_of(5, i), 200), rig.outputs.callback()));
+  while (rig.outputs.get(decoders.back()).choices.empty()) ASSERT_TRUE(rig.engine.step());
+  const uint64_t long_id =
+      rig.engine.add_request(greedy(prompt_of(300, 9), 2), rig.outputs.callback());
+  int steps = 0;
+  while (rig.outputs.get(long_id).choices.empty()) {
+    std::vector<size_t> before;
+    for (uint64_t id : decoders) before.push_back(rig.outputs.get(id).choices[0].tokens.size());
+    ASSERT_TRUE(rig.engine.step());
+    ++steps;
+    for (size_t i = 0; i < decoders.size(); ++i)
+      EXPECT_EQ(rig.outputs.get(decoders[i]).choices[0].tokens.size(), before[i] + 1);
+  }
+  EXPECT_GE(steps, 300 / 28);  // the prompt went in chunks of what the decoders left
+  for (uint64_t id : decoders) rig.engine.abort(id);
+  rig.run();
+}
+
+TEST(EngineFake, AbortingFreesTheBlocksAtOnce) {
+  EngineOptions o = small_options();
+  o.enable_prefix_caching = false;
+  Rig rig(o);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 6; ++i)
+    ids.push_back(rig.engine.add_request(greedy(prompt_of(20, i), 100), rig.outputs.callback()));
+  for (int i = 0; i < 5; ++i) rig.engine.step();
+  const int64_t used = rig.engine.stats().kv_blocks_used;
+  EXPECT_GT(used, 0);
+  rig.engine.abort(ids[2]);
+  rig.engine.step();
+  const Collected aborted = rig.outputs.get(ids[2]);
+  EXPECT_TRUE(aborted.finished);
+  EXPECT_EQ(aborted.choices.at(0).finish, FinishReason::abort);
+  EXPECT_LT(rig.engine.stats().kv_blocks_used, used + 1);
+  for (uint64_t id : ids) rig.engine.abort(id);
+  rig.engine.step();
+  EXPECT_FALSE(rig.engine.has_unfinished());
+  const EngineStats s = rig.engine.stats();
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.requests_finished_abort, 6u);
+  rig.engine.abort(ids[0]);  // finished: a no-op
+  EXPECT_FALSE(rig.engine.step());
+}
+
+TEST(EngineFake, PrefixCacheHitsGiveTheSameOutput) {
+  Rig rig(small_options());
+  const auto prompt = prompt_of(37, 3);
+  const uint64_t first = rig.engine.add_request(greedy(prompt, 12), rig.outputs.callback());
+  rig.run();
+  const uint64_t second = rig.engine.add_request(greedy(prompt, 12), rig.outputs.callback());
+  rig.run();
+  const Collected a = rig.outputs.get(first), b = rig.outputs.get(second);
+  EXPECT_EQ(a.usage.cached_prompt_tokens, 0);
+  EXPECT_EQ(b.usage.cached_prompt_tokens, 36);  // 9 full blocks of 4
+  EXPECT_EQ(a.choices.at(0).tokens, b.choices.at(0).tokens);
+  EXPECT_EQ(b.choices.at(0).tokens, rig.model->reference_greedy(prompt, 12));
+  // A longer prompt sharing the first one's tokens and generated text hits them too.
+  auto longer = prompt;
+  longer.insert(longer.end(), a.choices.at(0).tokens.begin(), a.choices.at(0).tokens.end());
+  longer.push_back(77);
+  const uint64_t third = rig.engine.add_request(greedy(longer, 5), rig.outputs.callback());
+  rig.run();
+  EXPECT_EQ(rig.outputs.get(third).usage.cached_prompt_tokens, 48);
+  EXPECT_EQ(rig.outputs.get(third).choices.at(0).tokens, rig.model->reference_greedy(longer, 5));
+  const EngineStats s = rig.engine.stats();
+  EXPECT_EQ(s.prefix_cache_hits, 36u + 48u);
+  EXPECT_EQ(s.prefix_cache_queries, 37u + 37u + longer.size());
+}
+
+TEST(EngineFake, PreemptionUnderATinyPoolGivesTheSameOutputs) {
+  for (bool caching : {false, true}) {
+    EngineOptions o = small_options();
+    o.kv_blocks = 24;  // 96 tokens for 8 sequences of up to 40
+    o.max_model_len = 96;
+    o.enable_prefix_caching = caching;
+    Rig rig(o);
+    std::vector<uint64_t> ids;
+    std::vector<std::vector<TokenId>> expected;
+    for (int i = 0; i < 8; ++i) {
+      const auto prompt = prompt_of(10 + i, i);
+      expected.push_back(rig.model->reference_greedy(prompt, 30));
+      ids.push_back(rig.engine.add_request(greedy(prompt, 30), rig.outputs.callback()));
+    }
+    rig.run();
+    for (size_t i = 0; i < ids.size(); ++i)
+      EXPECT_EQ(rig.outputs.get(ids[i]).choices.at(0).tokens, expected[i]) << "request " << i;
+    const EngineStats s = rig.engine.stats();
+    EXPECT_GT(s.preemptions, 0u);
+    EXPECT_EQ(s.kv_blocks_used, 0);
+  }
+}
+
+TEST(EngineFake, StopsOnEosStopTokensStopStringsAndTheContext) {
+  Rig rig(small_options(), /*eos_every=*/13, /*context=*/64);
+  const auto prompt = prompt_of(5, 1);  // EOS is likely after 13 tokens: the 9th generated
+  const uint64_t eos = rig.engine.add_request(greedy(prompt, 50), rig.outputs.callback());
+  Request ignoring = greedy(prompt, 10);
+  ignoring.ignore_eos = true;
+  const uint64_t ignored = rig.engine.add_request(ignoring, rig.outputs.callback());
+  Request min_tokens = greedy(prompt, 20);
+  min_tokens.min_tokens = 10;
+  const uint64_t late = rig.engine.add_request(min_tokens, rig.outputs.callback());
+  const auto reference = rig.model->reference_greedy(prompt, 50);
+  ASSERT_EQ(reference.size(), 9u);
+  Request stop_id = greedy(prompt, 50);
+  stop_id.stop_token_ids = {reference[3]};
+  const uint64_t by_id = rig.engine.add_request(stop_id, rig.outputs.callback());
+  const uint64_t to_context =
+      rig.engine.add_request(greedy(prompt_of(60, 2), std::nullopt), rig.outputs.callback());
+  rig.run();
+
+  const Collected a = rig.outputs.get(eos);
+  EXPECT_EQ(a.choices.at(0).tokens, reference);
+  EXPECT_EQ(a.choices.at(0).finish, FinishReason::stop);
+  EXPECT_EQ(a.choices.at(0).stop_token, kEos);
+
+  const Collected b = rig.outputs.get(ignored);
+  EXPECT_EQ(b.choices.at(0).tokens.size(), 10u);
+  EXPECT_EQ(b.choices.at(0).tokens[8], kEos);
+  EXPECT_EQ(b.choices.at(0).finish, FinishReason::length);
+
+  const Collected c = rig.outputs.get(late);  // EOS was not an option before 10 tokens
+  EXPECT_NE(c.choices.at(0).tokens[8], kEos);
+  EXPECT_GE(c.choices.at(0).tokens.size(), 10u);
+
+  const Collected d = rig.outputs.get(by_id);
+  EXPECT_EQ(d.choices.at(0).tokens, std::vector<TokenId>(reference.begin(), reference.begin() + 4));
+  EXPECT_EQ(d.choices.at(0).stop_token, reference[3]);
+  EXPECT_EQ(d.choices.at(0).finish, FinishReason::stop);
+
+  const Collected e = rig.outputs.get(to_context);
+  EXPECT_EQ(e.choices.at(0).tokens.size(), 4u);  // 60 + 4 = the context of 64
+  EXPECT_EQ(e.choices.at(0).finish, FinishReason::length);
+}
+
+TEST(EngineFake, StopStringsCutTheText) {
+  Rig rig(small_options());
+  const auto prompt = prompt_of(6, 4);
+  const auto reference = rig.model->reference_greedy(prompt, 40);
+  const std::string text = stories_tokenizer().decode(reference, true);
+  ASSERT_GT(text.size(), 20u);
+  const std::string stop = text.substr(10, 3);
+  Request r = greedy(prompt, 40);
+  r.stop = {stop};
+  const uint64_t id = rig.engine.add_request(r, rig.outputs.callback());
+  rig.run();
+  const Collected c = rig.outputs.get(id);
+  EXPECT_EQ(c.choices.at(0).finish, FinishReason::stop);
+  EXPECT_EQ(c.choices.at(0).stop_string, stop);
+  EXPECT_EQ(c.choices.at(0).text.find(stop), std::string::npos);
+  EXPECT_LT(c.choices.at(0).tokens.size(), reference.size());
+}
+
+TEST(EngineFake, SeveralChoicesShareThePromptAndFollowTheirSeeds) {
+  Rig rig(small_options());
+  Request r;
+  r.prompt = prompt_of(30, 5);
+  r.max_tokens = 16;
+  r.sampling.temperature = 1.0f;
+  r.sampling.seed = 42;
+  r.n = 3;
+  r.logprobs = 2;
+  const uint64_t together = rig.engine.add_request(r, rig.outputs.callback());
+  // Busy neighbours must not change anything.
+  for (int i = 0; i < 5; ++i)
+    rig.engine.add_request(greedy(prompt_of(9, i), 20), rig.outputs.callback());
+  rig.run();
+  const Collected all = rig.outputs.get(together);
+  ASSERT_EQ(all.choices.size(), 3u);
+  EXPECT_EQ(all.usage.completion_tokens, 48);
+  for (int i = 0; i < 3; ++i) {
+    Request alone = r;
+    alone.n = 1;
+    alone.sampling.seed = 42 + i;
+    const uint64_t id = rig.engine.add_request(alone, rig.outputs.callback());
+    rig.run();
+    const Collected one = rig.outputs.get(id);
+    EXPECT_EQ(one.choices.at(0).tokens, all.choices.at(i).tokens) << "choice " << i;
+    EXPECT_EQ(one.choices.at(0).text, all.choices.at(i).text) << "choice " << i;
+    ASSERT_EQ(all.choices.at(i).logprobs.size(), 16u);
+    for (const TokenLogprobs& lp : all.choices.at(i).logprobs) {
+      EXPECT_EQ(lp.top.size(), 2u);
+      EXPECT_LE(lp.chosen.logprob, 0.0f);
+      EXPECT_GE(lp.top[0].logprob, lp.top[1].logprob);
+    }
+  }
+  EXPECT_NE(all.choices.at(0).tokens, all.choices.at(1).tokens);
+  EXPECT_EQ(rig.engine.stats().kv_blocks_used, 0);
+}
+
+TEST(EngineFake, TheLoopThreadServesRequestsFromManyThreads) {
+  Rig rig(small_options());
+  rig.engine.start();
+  std::vector<std::thread> clients;
+  std::mutex ids_mutex;
+  std::vector<std::pair<uint64_t, std::vector<TokenId>>> ids;
+  for (int t = 0; t < 4; ++t)
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        const auto prompt = prompt_of(4 + t * 5 + i, t * 10 + i);
+        const auto expected = rig.model->reference_greedy(prompt, 8);
+        const uint64_t id = rig.engine.add_request(greedy(prompt, 8), rig.outputs.callback());
+        std::lock_guard lock(ids_mutex);
+        ids.emplace_back(id, expected);
+      }
+    });
+  for (auto& c : clients) c.join();
+  std::vector<uint64_t> all;
+  for (auto& [id, expected] : ids) all.push_back(id);
+  rig.outputs.wait_finished(all);
+  for (auto& [id, expected] : ids) EXPECT_EQ(rig.outputs.get(id).choices.at(0).tokens, expected);
+  rig.engine.stop();
+  test::expect_error(
+      [&] {
+        rig.engine.add_request(greedy({1, 5}, 3), rig.outputs.callback());
+      },
+      "shutting down");
+}
+
+TEST(EngineFake, StopCanAbortWhatIsInFlight) {
+  Rig rig(small_options());
+  rig.engine.start();
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 4; ++i)
+    ids.push_back(rig.engine.add_request(greedy(prompt_of(10, i), 1000), rig.outputs.callback()));
+  rig.engine.stop(Engine::StopMode::abort);
+  for (uint64_t id : ids) {
+    const Collected c = rig.outputs.get(id);
+    EXPECT_TRUE(c.finished);
+    EXPECT_EQ(c.choices.at(0).finish, FinishReason::abort);
+  }
+  EXPECT_EQ(rig.engine.stats().kv_blocks_used, 0);
+}
+
+TEST(EngineFake, RefusesRequestsBeyondTheWaitingLimit) {
+  EngineOptions o = small_options();
+  o.max_waiting = 3;
+  Rig rig(o);
+  for (int i = 0; i < 3; ++i)
+    rig.engine.add_request(greedy(prompt_of(5, i), 4), rig.outputs.callback());
+  EXPECT_THROW(rig.engine.add_request(greedy(prompt_of(5, 9), 4), rig.outputs.callback()),
+               EngineOverloaded);
+  rig.engine.step();  // admitted: no longer waiting
+  rig.engine.add_request(greedy(prompt_of(5, 9), 4), rig.outputs.callback());
+  rig.run();
+}
+
+TEST(EngineFake, RejectsBadRequestsAndOptions) {
+  Rig rig(small_options(), 0, 128);
+  auto cb = rig.outputs.callback();
+  test::expect_error([&] { rig.engine.add_request(greedy({}, 4), cb); }, "prompt has no tokens");
+  test::expect_error([&] { rig.engine.add_request(greedy({1, 600}, 4), cb); }, "600");
+  test::expect_error([&] { rig.engine.add_request(greedy(prompt_of(100, 1), 29), cb); },
+                     {"prompt (100 tokens)", "128"});
+  rig.engine.add_request(greedy(prompt_of(100, 1), 28), cb);
+  Request r = greedy({1, 5}, 4);
+  r.n = 0;
+  test::expect_error([&] { rig.engine.add_request(r, cb); }, "n must be");
+  r = greedy({1, 5}, 4);
+  r.stop = {""};
+  test::expect_error([&] { rig.engine.add_request(r, cb); }, "stop string is empty");
+  r = greedy({1, 5}, 4);
+  r.stop_token_ids = {-1};
+  test::expect_error([&] { rig.engine.add_request(r, cb); }, "stop token id -1");
+  r = greedy({1, 5}, 4);
+  r.sampling.top_p = 2;
+  EXPECT_THROW(rig.engine.add_request(r, cb), Error);
+  rig.run();
+
+  EngineOptions o = small_options();
+  o.max_num_seqs = 0;
+  test::expect_error(
+      [&] {
+        Engine(std::make_unique<FakeModel>(kVocab, 128, std::vector<TokenId>{2}),
+               stories_tokenizer(), o);
+      },
+      "max_num_seqs");
+  o = small_options();
+  o.max_model_len = 4096;  // more than the pool's 1024 tokens
+  test::expect_error(
+      [&] {
+        Engine(std::make_unique<FakeModel>(kVocab, 8192, std::vector<TokenId>{2}),
+               stories_tokenizer(), o);
+      },
+      {"1024 tokens", "max_model_len 4096"});
+  o.max_model_len = 0;  // unset: the pool's size
+  Engine fits(std::make_unique<FakeModel>(kVocab, 8192, std::vector<TokenId>{2}),
+              stories_tokenizer(), o);
+  EXPECT_EQ(fits.max_model_len(), 1024);
+}
+
+}  // namespace
+}  // namespace dq4
