@@ -11,11 +11,12 @@ namespace dq4::ops {
 void rms_norm(const float* x, int64_t rows, int64_t cols, int64_t ldx, const float* weight,
               float eps, float* y, int64_t ldy);
 
-// Rotary embedding in Hugging Face's rotate_half layout, in place, on `heads` heads of head_dim
-// values (consecutive) of one row at `position`: for i < head_dim / 2, with a = position *
-// inv_freq[i] (f32), (x[i], x[i + half]) <- (x[i] cos a - x[i + half] sin a,
-// x[i + half] cos a + x[i] sin a).
-void rope(float* x, int64_t heads, int64_t head_dim, int64_t position, const float* inv_freq);
+// Rotary embedding in Hugging Face's rotate_half layout. rope_angles() gives, for i < half, the
+// cosine and sine of a = position * inv_freq[i] (a rounded to f32 as transformers computes it);
+// rope() then rotates, in place, `heads` heads of 2 * half values (consecutive) of one row:
+// (x[i], x[i + half]) <- (x[i] cos a - x[i + half] sin a, x[i + half] cos a + x[i] sin a).
+void rope_angles(int64_t position, const float* inv_freq, int64_t half, float* cos_a, float* sin_a);
+void rope(float* x, int64_t heads, int64_t half, const float* cos_a, const float* sin_a);
 
 // out[r][i] = silu(gate[r][i]) * up[r][i], silu(g) = g / (1 + exp(-g)); `gate_up` holds the gate
 // in its first `cols` columns and up in the next `cols` (one fused Linear's output).

@@ -51,7 +51,6 @@ void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) 
   if (c.partial_rotary_factor != 1.0)
     refuse(file, "partial_rotary_factor", "dq4 rotates whole heads only (1.0)");
   if (c.head_dim % 2 != 0) refuse(file, "head_dim", "must be even for rotary embeddings");
-  if (c.head_dim > 1024) refuse(file, "head_dim", "dq4 runs heads of at most 1024 values");
 }
 
 }  // namespace

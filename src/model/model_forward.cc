@@ -24,7 +24,8 @@ namespace {
 template <class Fn>
 void for_rows(ThreadPool& pool, int64_t rows, int64_t work_per_row, Fn&& fn) {
   constexpr int64_t kMinWorkPerTask = 16384;
-  const int64_t per_task = std::max<int64_t>(1, kMinWorkPerTask / std::max<int64_t>(1, work_per_row));
+  const int64_t per_task =
+      std::max<int64_t>(1, kMinWorkPerTask / std::max<int64_t>(1, work_per_row));
   const int64_t tasks = std::min<int64_t>((rows + per_task - 1) / per_task, pool.size());
   if (tasks <= 1) {
     fn(int64_t{0}, rows);
@@ -33,8 +34,7 @@ void for_rows(ThreadPool& pool, int64_t rows, int64_t work_per_row, Fn&& fn) {
   pool.run(tasks, [&](int64_t t) { fn(rows * t / tasks, rows * (t + 1) / tasks); });
 }
 
-void check_batch(std::span<const SequenceInput> batch, const KvCache& cache,
-                 const ModelConfig& c) {
+void check_batch(std::span<const SequenceInput> batch, const KvCache& cache, const ModelConfig& c) {
   const KvCacheShape& s = cache.shape();
   if (s.layers != c.num_hidden_layers || s.kv_heads != c.num_key_value_heads ||
       s.head_dim != c.head_dim)
@@ -62,8 +62,8 @@ void check_batch(std::span<const SequenceInput> batch, const KvCache& cache,
 }
 
 // Copies the key and value heads of one row into the cache slot of `position`.
-void store_kv(KvCache& cache, int64_t layer, std::span<const int32_t> block_table,
-              int64_t position, const float* k, const float* v) {
+void store_kv(KvCache& cache, int64_t layer, std::span<const int32_t> block_table, int64_t position,
+              const float* k, const float* v) {
   const KvCacheShape& s = cache.shape();
   const int64_t block = block_table[static_cast<size_t>(position / s.block_size)];
   const int64_t slot = position % s.block_size;
@@ -110,7 +110,8 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   check_batch(batch, cache, c);
 
   const int64_t hidden = c.hidden_size, head_dim = c.head_dim;
-  const int64_t q_cols = c.num_attention_heads * head_dim, kv_cols = c.num_key_value_heads * head_dim;
+  const int64_t q_cols = c.num_attention_heads * head_dim,
+                kv_cols = c.num_key_value_heads * head_dim;
   const int64_t qkv_cols = q_cols + 2 * kv_cols, inter = c.intermediate_size;
   int64_t rows = 0;
   for (const SequenceInput& s : batch) rows += static_cast<int64_t>(s.tokens.size());
@@ -126,9 +127,12 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   float* attn = size(ws.attn, q_cols);
   float* gate_up = size(ws.gate_up, 2 * inter);
   float* act = size(ws.act, inter);
-  ws.positions.resize(static_cast<size_t>(rows));
+  // Each row's rope cosines and sines (head_dim / 2 of each), shared by every layer.
+  const int64_t half = head_dim / 2;
+  float* rope_cos = size(ws.rope_cos, half);
+  float* rope_sin = size(ws.rope_sin, half);
 
-  // Embeddings, widened from the mapped table, and each row's position.
+  // Embeddings, widened from the mapped table, and each row's rope angles.
   {
     int64_t r = 0;
     const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(m.embedding->dtype);
@@ -136,7 +140,8 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
       for (size_t i = 0; i < s.tokens.size(); ++i, ++r) {
         model::widen_row(m.embedding->data + static_cast<size_t>(s.tokens[i]) * row_bytes,
                          m.embedding->dtype, hidden, x + r * hidden);
-        ws.positions[static_cast<size_t>(r)] = s.start + static_cast<int64_t>(i);
+        ops::rope_angles(s.start + static_cast<int64_t>(i), m.inv_freq.data(), half,
+                         rope_cos + r * half, rope_sin + r * half);
       }
   }
 
@@ -163,13 +168,14 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
             if (!layer.q_norm.empty()) {
               ops::rms_norm(q, c.num_attention_heads, head_dim, head_dim, layer.q_norm.data(), eps,
                             q, head_dim);
-              ops::rms_norm(k, c.num_key_value_heads, head_dim, head_dim, layer.k_norm.data(),
-                            eps, k, head_dim);
+              ops::rms_norm(k, c.num_key_value_heads, head_dim, head_dim, layer.k_norm.data(), eps,
+                            k, head_dim);
             }
-            const int64_t position = s.start + i;
-            ops::rope(q, c.num_attention_heads, head_dim, position, m.inv_freq.data());
-            ops::rope(k, c.num_key_value_heads, head_dim, position, m.inv_freq.data());
-            store_kv(cache, li, s.block_table, position, k, k + kv_cols);
+            const float* cos_a = rope_cos + (r + i) * half;
+            const float* sin_a = rope_sin + (r + i) * half;
+            ops::rope(q, c.num_attention_heads, half, cos_a, sin_a);
+            ops::rope(k, c.num_key_value_heads, half, cos_a, sin_a);
+            store_kv(cache, li, s.block_table, s.start + i, k, k + kv_cols);
           }
         });
         r += n;
@@ -207,8 +213,8 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     layer.o.forward(attn, rows, q_cols, h, hidden, &pool);
     for_rows(pool, rows, hidden, [&](int64_t r0, int64_t r1) {
       add_rows(x + r0 * hidden, h + r0 * hidden, r1 - r0, hidden);
-      ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.post_attention_norm.data(),
-                    eps, h + r0 * hidden, hidden);
+      ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.post_attention_norm.data(), eps,
+                    h + r0 * hidden, hidden);
     });
     layer.gate_up.forward(h, rows, hidden, gate_up, 2 * inter, &pool);
     for_rows(pool, rows, 2 * inter, [&](int64_t r0, int64_t r1) {

@@ -33,8 +33,7 @@ struct Model::Impl {
 
   // Activations of the batch being run, reused from call to call.
   struct Workspace {
-    std::vector<float> x, h, qkv, attn, gate_up, act, head_in;
-    std::vector<int64_t> positions;
+    std::vector<float> x, h, qkv, attn, gate_up, act, head_in, rope_cos, rope_sin;
   } ws;
 };
 
