@@ -438,6 +438,14 @@ TEST(EngineFake, RejectsBadRequestsAndOptions) {
       },
       "max_num_seqs");
   o = small_options();
+  o.max_num_batched_tokens = 8;  // fewer than max_num_seqs decode tokens
+  test::expect_error(
+      [&] {
+        Engine(std::make_unique<FakeModel>(kVocab, 128, std::vector<TokenId>{2}),
+               stories_tokenizer(), o);
+      },
+      "max_num_batched_tokens (8) must be at least max_num_seqs (16)");
+  o = small_options();
   o.max_model_len = 4096;  // more than the pool's 1024 tokens
   test::expect_error(
       [&] {

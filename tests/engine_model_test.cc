@@ -223,6 +223,7 @@ TEST(EngineModel, SeededChoicesAreReproducibleWhateverRunsBesideThem) {
   EngineOptions o;
   o.kv_blocks = 256;
   o.max_num_batched_tokens = 32;
+  o.max_num_seqs = 16;
   Engine engine(stories_model(), stories_tokenizer(), o, &one_thread());
   Collector c;
   const uint64_t busy = engine.add_request(story_requests(10)[9], c.callback());
@@ -252,6 +253,7 @@ TEST(EngineModel, PreemptionUnderATinyPoolGivesIdenticalOutputs) {
   o.kv_blocks = 12;  // 192 tokens for 12 sequences of up to ~80
   o.max_model_len = 192;
   o.max_num_batched_tokens = 64;
+  o.max_num_seqs = 16;
   Engine engine(stories_model(), stories_tokenizer(), o, &one_thread());
   Collector c;
   std::vector<uint64_t> ids;

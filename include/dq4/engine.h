@@ -28,9 +28,10 @@ namespace dq4 {
 class ThreadPool;
 
 struct EngineOptions {
-  int64_t max_num_seqs = 256;             // sequences (choices) in one step at most
-  int64_t max_num_batched_tokens = 2048;  // tokens (decode + prefill chunks) in one step at most
-  int64_t block_size = 16;                // tokens per KV block
+  int64_t max_num_seqs = 256;  // sequences (choices) in one step at most
+  // Tokens (decode + prefill chunks) in one step at most; at least max_num_seqs.
+  int64_t max_num_batched_tokens = 2048;
+  int64_t block_size = 16;  // tokens per KV block
   // The KV pool: kv_blocks when > 0, else as many blocks as kv_cache_memory bytes hold.
   int64_t kv_blocks = 0;
   size_t kv_cache_memory = size_t{1} << 30;
@@ -107,7 +108,7 @@ struct RequestOutput {
 
 // Called on the engine's thread, never concurrently for one request, never after the event
 // with finished = true. Must return quickly (queue the event and let another thread write it):
-// the whole engine waits for it. May call Engine::abort.
+// the whole engine waits for it. Must not throw. May call Engine::abort.
 using OutputCallback = std::function<void(RequestOutput&&)>;
 
 // add_request when the waiting queue is full: the server answers 429 / 503 with Retry-After.

@@ -19,6 +19,10 @@ void EngineOptions::validate() const {
   require(max_num_batched_tokens > 0,
           "engine option max_num_batched_tokens must be positive, not " +
               std::to_string(max_num_batched_tokens));
+  // Every running sequence's decode token must fit in one step, or some would never be scheduled.
+  require(max_num_batched_tokens >= max_num_seqs,
+          "engine option max_num_batched_tokens (" + std::to_string(max_num_batched_tokens) +
+              ") must be at least max_num_seqs (" + std::to_string(max_num_seqs) + ")");
   require(block_size > 0 && block_size <= 1024,
           "engine option block_size must be in [1, 1024], not " + std::to_string(block_size));
   require(kv_blocks >= 0,
