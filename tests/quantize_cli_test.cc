@@ -1,6 +1,8 @@
 // dq4 quantize and dq4 synth end to end: outputs, reports, default names, refusals and errors.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -87,6 +89,25 @@ TEST(QuantizeCli, DefaultOutputNameAndRefusalToOverwrite) {
   std::sort(entries.begin(), entries.end());
   EXPECT_EQ(entries, (std::vector<std::string>{"stories260K-hf-w4a16-channelwise",
                                                "stories260K-hf-w4a8-groupwise"}));
+}
+
+TEST(QuantizeCli, StaleStagingFolderIsRemovedAndNamed) {
+  ScratchDir scratch;
+  const std::string out = scratch.file("out");
+  const pid_t gone = ::fork();  // a process killed mid-run: its pid no longer exists
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const std::string stale = out + ".tmp-" + std::to_string(gone);
+  const std::string live = out + ".tmp-" + std::to_string(::getpid());  // this test is running
+  fs::create_directory(stale);
+  fs::create_directory(live);
+  write_file(stale + "/model.safetensors", "partial");
+  const CliResult r = run_dq4("quantize " + stories() + " -o " + shell_quote(out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "removed stale staging folder " + stale + " left by process " +
+                       std::to_string(gone) + "\n");
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::is_directory(live));
 }
 
 TEST(QuantizeCli, ShardedOutput) {

@@ -22,6 +22,8 @@ struct WriteProgress {
   uint64_t bytes_done = 0, bytes_total = 0;  // output tensor data
 };
 using ProgressCallback = std::function<void(const WriteProgress&)>;
+// A line for the user that is neither progress nor an error (a stale staging folder removed).
+using NoticeCallback = std::function<void(const std::string&)>;
 
 struct QuantizeOptions {
   std::string input_dir;
@@ -35,6 +37,8 @@ struct QuantizeOptions {
   uint64_t max_shard_bytes = kDefaultMaxShardBytes;
   bool replace_existing = false;
   ProgressCallback progress;  // optional, called after each output tensor
+  // Optional: told about each staging folder of output_dir left by a killed run and removed.
+  NoticeCallback notice;
 };
 
 struct QuantizeReport {

@@ -27,6 +27,8 @@ struct SynthOptions {
   std::string tokenizer_dir;  // optional: tokenizer files copied from here
   bool replace_existing = false;
   ProgressCallback progress;  // optional, called as the tensors are written
+  // Optional: told about each staging folder of output_dir left by a killed run and removed.
+  NoticeCallback notice;
 };
 
 // "llama-1b": Llama-3.2-1B shapes (hidden 2048, intermediate 8192, 16 layers, 32 heads, 8 KV heads,

@@ -241,7 +241,7 @@ QuantizeReport Quantizer::run() {
   for (const std::string& name : checkpoint.names())
     report_.bytes_read += checkpoint.tensor(name).bytes;
 
-  quant::StagingDir staging(options_.output_dir, options_.replace_existing);
+  quant::StagingDir staging(options_.output_dir, options_.replace_existing, options_.notice);
   std::vector<TensorSpec> specs;
   for (const PlannedTensor& t : planned) specs.push_back(t.spec);
   CheckpointWriter writer(staging.path(), specs, options_.max_shard_bytes);
@@ -259,8 +259,8 @@ QuantizeReport Quantizer::run() {
       quant::compressed_tensors_config(options_, ignore.entries()).dump());
   quant::write_config_json(config, staging.path());
   report_.copied_files = quant::copy_tokenizer_files(options_.input_dir, staging.path());
-  report_.bytes_written = quant::directory_bytes(staging.path());
   staging.commit();
+  report_.bytes_written = quant::directory_bytes(options_.output_dir);
 
   report_.output_dir = options_.output_dir;
   report_.output_tensors = static_cast<int64_t>(specs.size());

@@ -210,7 +210,7 @@ SynthReport write_synthetic_model(const SynthOptions& options) {
   if (!options.tokenizer_dir.empty() && !fs::is_directory(options.tokenizer_dir))
     throw Error("synth: tokenizer directory " + options.tokenizer_dir + " does not exist");
 
-  quant::StagingDir staging(options.output_dir, options.replace_existing);
+  quant::StagingDir staging(options.output_dir, options.replace_existing, options.notice);
   CheckpointWriter writer(staging.path(), tensors, options.max_shard_bytes);
   WriteProgress progress{0, static_cast<int64_t>(tensors.size()), 0, writer.total_data_bytes()};
   std::vector<uint8_t> chunk;
@@ -227,8 +227,8 @@ SynthReport write_synthetic_model(const SynthOptions& options) {
   if (!options.tokenizer_dir.empty() &&
       quant::copy_tokenizer_files(options.tokenizer_dir, staging.path()) == 0)
     throw Error("synth: " + options.tokenizer_dir + " holds no tokenizer files");
-  report.bytes_written = quant::directory_bytes(staging.path());
   staging.commit();
+  report.bytes_written = quant::directory_bytes(options.output_dir);
 
   report.output_dir = options.output_dir;
   report.tensors = static_cast<int64_t>(tensors.size());

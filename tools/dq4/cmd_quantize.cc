@@ -107,6 +107,7 @@ int run_quantize(int argc, char** argv, int first) {
 
   ProgressBar bar("quantize");
   options.progress = bar.callback();
+  options.notice = stderr_notice();
   const QuantizeReport r = quantize_checkpoint(options);
   const std::string scheme =
       options.group_size == 0 ? "channelwise" : "group size " + std::to_string(options.group_size);

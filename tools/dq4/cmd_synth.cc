@@ -85,6 +85,7 @@ int run_synth(int argc, char** argv, int first) {
 
   ProgressBar bar("synth");
   options.progress = bar.callback();
+  options.notice = stderr_notice();
   const SynthReport r = write_synthetic_model(options);
   const double seconds = r.seconds > 0 ? r.seconds : 1e-9;
   std::printf("wrote %s: %llu parameters in %lld tensors, %zu file%s, %s in %.2f s (%.1f MB/s)%s\n",

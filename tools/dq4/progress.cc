@@ -48,6 +48,10 @@ ProgressCallback ProgressBar::callback() {
   return [this](const WriteProgress& p) { update(p); };
 }
 
+NoticeCallback stderr_notice() {
+  return [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+}
+
 uint64_t peak_rss_bytes() {
   std::ifstream status("/proc/self/status");
   std::string line;

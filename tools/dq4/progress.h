@@ -28,6 +28,9 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_draw_{};
 };
 
+// A callback for the library that prints each notice as a line on stderr.
+NoticeCallback stderr_notice();
+
 // The peak resident set size (VmHWM of /proc/self/status: anonymous plus file-backed mapped
 // pages) in bytes, or 0 where that is unavailable.
 uint64_t peak_rss_bytes();
