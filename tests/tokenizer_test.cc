@@ -97,12 +97,23 @@ TEST(Tokenizer, SkipSpecialTokensLeavesOutSpecialTokens) {
   EXPECT_EQ(llama3.decode(ids, true), "userHi");
 }
 
-TEST(Tokenizer, TruncationOfTheFileApplies) {
-  // gpt2's tokenizer.json truncates to 50 tokens, as Hugging Face's encode does.
+TEST(Tokenizer, PromptsAreEncodedWhole) {
+  // gpt2's tokenizer.json holds "truncation": {"max_length": 50, ...}, a training-time setting
+  // that transformers and vLLM do not apply to a prompt: all 80 words are encoded.
   const Tokenizer& gpt2 = fixture_tokenizer("tokenizer-gpt2");
   std::string text;
   for (int i = 0; i < 80; ++i) text += "word ";
-  EXPECT_EQ(gpt2.encode(text).size(), 50u);
+  const std::vector<TokenId> ids = gpt2.encode(text, true);
+  EXPECT_GT(ids.size(), 80u);
+  EXPECT_EQ(gpt2.decode(ids), text);
+
+  // Whatever the blocks hold, even values dq4 would not know how to apply, nothing is cut.
+  nlohmann::json document = nlohmann::json::parse(
+      read_test_file(fixture_tokenizer_dir("tokenizer-gpt2") + "/tokenizer.json"));
+  document["truncation"] = {{"max_length", 3}, {"direction", "Middle"}, {"strategy", "Other"}};
+  document["padding"] = {{"strategy", {{"Fixed", 512}}}, {"pad_id", 0}};
+  const Tokenizer changed = Tokenizer::from_json(document.dump(), "gpt2 variant");
+  EXPECT_EQ(changed.encode(text, true), ids);
 }
 
 TEST(Tokenizer, InvalidUtf8IsAClearError) {
@@ -187,12 +198,6 @@ TEST(Tokenizer, MalformedFilesAreClearErrors) {
        {"post_processor.single[0]", "\"</s>\""}},
       {"/added_tokens/0/id", -3, {"added_tokens[0].id"}},
       {"/added_tokens/0/content", 7, {"added_tokens[0].content", "expected a string"}},
-      {"/truncation",
-       nlohmann::json{{"max_length", 4}, {"direction", "Middle"}},
-       {"truncation.direction", "Middle"}},
-      {"/padding",
-       nlohmann::json{{"strategy", {{"Fixed", 8}}}},
-       {"padding.strategy", "unsupported"}},
   };
   for (const Case& c : cases) {
     nlohmann::json document = small_tokenizer();

@@ -28,8 +28,10 @@ class Tokenizer {
   static Tokenizer from_json(std::string_view json, const std::string& name);
 
   // Hugging Face's encode(text, add_special_tokens): added tokens written in the text are always
-  // matched; add_special_tokens applies the post-processor (e.g. a leading BOS). Throws
-  // dq4::Error when text is not valid UTF-8. Safe to call from several threads.
+  // matched; add_special_tokens applies the post-processor (e.g. a leading BOS). The whole text
+  // is encoded, as transformers and vLLM encode a prompt: the file's training-time "truncation"
+  // and "padding" settings are not applied. Throws dq4::Error when text is not valid UTF-8. Safe
+  // to call from several threads.
   std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = false) const;
 
   // Hugging Face's decode(ids, skip_special_tokens); ids the vocabulary lacks are left out.

@@ -13,22 +13,6 @@ Pipeline::Pipeline(const JsonNode& root) {
   if (root.has("pre_tokenizer")) pre_tokenizer_ = parse_pre_tokenizer(root.at("pre_tokenizer"));
   if (root.has("post_processor")) post_processor_ = parse_post_processor(root.at("post_processor"));
   if (root.has("decoder")) decoder_ = parse_decoder(root.at("decoder"));
-  if (root.has("truncation")) {
-    const JsonNode truncation = root.at("truncation");
-    const int64_t max_length = truncation.at("max_length").as_int();
-    if (max_length < 0) truncation.at("max_length").fail("expected a length >= 0");
-    max_length_ = static_cast<size_t>(max_length);
-    const std::string direction = truncation.get_string("direction", "Right");
-    if (direction != "Right" && direction != "Left")
-      truncation.at("direction").fail("unsupported truncation direction \"" + direction + "\"");
-    truncate_left_ = direction == "Left";
-  }
-  if (root.has("padding")) {
-    // Padding a single sequence to its own length (BatchLongest) changes nothing.
-    const JsonNode padding = root.at("padding");
-    if (padding.at("strategy").value() != "BatchLongest")
-      padding.at("strategy").fail("unsupported padding strategy (only BatchLongest)");
-  }
   if (root.has("added_tokens")) {
     auto normalize = [&](const std::string& text) {
       std::string out = text;
@@ -96,7 +80,6 @@ std::vector<TokenId> Pipeline::encode(std::string_view text, bool add_special_to
       }
     }
   }
-  truncate(ids, add_special_tokens);
   if (add_special_tokens && post_processor_) post_processor_->add_special_tokens(ids);
   return ids;
 }
@@ -106,17 +89,6 @@ void Pipeline::encode_segment(std::string_view text, bool at_input_start,
   std::vector<Piece> pieces{Piece{std::string(text), at_input_start}};
   if (pre_tokenizer_) pre_tokenizer_->pre_tokenize(pieces);
   for (const Piece& piece : pieces) model_->tokenize(piece.text, ids);
-}
-
-void Pipeline::truncate(std::vector<TokenId>& ids, bool add_special_tokens) const {
-  if (!max_length_) return;
-  const size_t added = add_special_tokens && post_processor_ ? post_processor_->added_count() : 0;
-  const size_t keep = *max_length_ > added ? *max_length_ - added : 0;
-  if (ids.size() <= keep) return;
-  if (truncate_left_)
-    ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
-  else
-    ids.resize(keep);
 }
 
 std::string Pipeline::decode(std::span<const TokenId> ids, bool skip_special_tokens) const {

@@ -1,7 +1,12 @@
 #pragma once
 // One loaded tokenizer.json: the stages Hugging Face runs, in order. Encode: added tokens (raw),
-// normalizer, added tokens (normalized), pre-tokenizer, model, truncation, post-processor.
-// Decode: ids to token strings (added tokens first), decoder chain, join.
+// normalizer, added tokens (normalized), pre-tokenizer, model, post-processor. Decode: ids to
+// token strings (added tokens first), decoder chain, join.
+//
+// The file's "truncation" and "padding" blocks are not read: they are the settings the tokenizer
+// was last used with in training (batches cut and padded to a length), which transformers and
+// vLLM do not apply when they encode a prompt. A prompt is encoded whole; one longer than the
+// model's context is the caller's error to report, never silently cut.
 
 #include <memory>
 #include <optional>
@@ -39,7 +44,6 @@ class Pipeline {
 
  private:
   void encode_segment(std::string_view text, bool at_input_start, std::vector<TokenId>& ids) const;
-  void truncate(std::vector<TokenId>& ids, bool add_special_tokens) const;
 
   std::unique_ptr<BpeModel> model_;
   std::unique_ptr<Normalizer> normalizer_;
@@ -50,8 +54,6 @@ class Pipeline {
   std::vector<int> added_by_id_;     // index into added_.tokens() by id, or -1
   std::vector<bool> special_by_id_;  // the id's text is a special token's content
   size_t vocab_size_ = 0;
-  std::optional<size_t> max_length_;  // truncation
-  bool truncate_left_ = false;
 };
 
 }  // namespace dq4::tokenizer

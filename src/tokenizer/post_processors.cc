@@ -12,11 +12,6 @@ class SequenceProcessor : public PostProcessor {
     const JsonNode list = node.at("processors");
     for (size_t i = 0; i < list.size(); ++i) steps_.push_back(parse_post_processor(list.at(i)));
   }
-  size_t added_count() const override {
-    size_t n = 0;
-    for (const auto& step : steps_) n += step->added_count();
-    return n;
-  }
   void add_special_tokens(std::vector<TokenId>& ids) const override {
     for (const auto& step : steps_) step->add_special_tokens(ids);
   }
@@ -28,7 +23,6 @@ class SequenceProcessor : public PostProcessor {
 // ByteLevel only adjusts offsets, which dq4 does not report.
 class IdentityProcessor : public PostProcessor {
  public:
-  size_t added_count() const override { return 0; }
   void add_special_tokens(std::vector<TokenId>&) const override {}
 };
 
@@ -37,7 +31,6 @@ class WrapProcessor : public PostProcessor {
  public:
   WrapProcessor(std::vector<TokenId> before, std::vector<TokenId> after)
       : before_(std::move(before)), after_(std::move(after)) {}
-  size_t added_count() const override { return before_.size() + after_.size(); }
   void add_special_tokens(std::vector<TokenId>& ids) const override {
     ids.insert(ids.begin(), before_.begin(), before_.end());
     ids.insert(ids.end(), after_.begin(), after_.end());

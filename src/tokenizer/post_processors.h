@@ -14,8 +14,6 @@ namespace dq4::tokenizer {
 class PostProcessor {
  public:
   virtual ~PostProcessor() = default;
-  // How many ids add_special_tokens() adds (truncation leaves room for them).
-  virtual size_t added_count() const = 0;
   virtual void add_special_tokens(std::vector<TokenId>& ids) const = 0;
 };
 

@@ -19,6 +19,10 @@ async function reference(jobsPath, outPath) {
   const results = [];
   for (const job of jobs) {
     const tokenizer = Tokenizer.fromFile(job.tokenizer);
+    // A prompt is encoded whole, as transformers and vLLM do (and dq4): the file's "truncation"
+    // and "padding" are training-time settings that encode() would otherwise apply.
+    tokenizer.disableTruncation();
+    tokenizer.disablePadding();
     const encodings = [];
     for (const text of job.texts) {
       const ids = (await tokenizer.encode(text, null, {addSpecialTokens: false})).getIds();
