@@ -135,6 +135,39 @@ TEST(EngineModel, ReproducesTheFixtureReferenceGeneration) {
   }
 }
 
+TEST(EngineModel, TextIsTheDecodedContinuationAndLogprobsFollowTheLogits) {
+  Request r = greedy("Once upon a time, there was a little girl named Lily.", 60);
+  r.logprobs = 3;
+  EngineOptions o;
+  o.kv_blocks = 64;
+  Engine engine(stories_model(), stories_tokenizer(), o, &one_thread());
+  std::vector<TokenLogprobs> logprobs;
+  std::vector<TokenId> tokens;
+  std::string text;
+  engine.add_request(r, [&](RequestOutput&& out) {
+    for (ChoiceDelta& d : out.choices) {
+      tokens.insert(tokens.end(), d.token_ids.begin(), d.token_ids.end());
+      logprobs.insert(logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+      text += d.text;
+    }
+  });
+  run_until_done(engine);
+  std::vector<TokenId> all = r.prompt;
+  all.insert(all.end(), tokens.begin(), tokens.end());
+  const std::string prompt_text = stories_tokenizer().decode(r.prompt, true);
+  EXPECT_EQ(prompt_text + text, stories_tokenizer().decode(all, true));
+  ASSERT_EQ(logprobs.size(), tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    ASSERT_EQ(logprobs[i].top.size(), 3u);
+    // Greedy: the chosen token is the most likely one.
+    EXPECT_EQ(logprobs[i].chosen.token, tokens[i]);
+    EXPECT_EQ(logprobs[i].top[0].token, tokens[i]);
+    EXPECT_EQ(logprobs[i].chosen.logprob, logprobs[i].top[0].logprob);
+    EXPECT_GE(logprobs[i].top[1].logprob, logprobs[i].top[2].logprob);
+    EXPECT_LT(logprobs[i].chosen.logprob, 0.0f);
+  }
+}
+
 TEST(EngineModel, ThirtyTwoConcurrentGreedyRequestsEachEqualTheRequestAlone) {
   const std::vector<Request> requests = story_requests(32);
   EngineOptions o;
