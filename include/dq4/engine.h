@@ -39,7 +39,8 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   // Requests waiting for admission at most; add_request throws EngineOverloaded beyond it.
   int64_t max_waiting = 1024;
-  // Prompt plus generated tokens at most; 0 = the model's max_context().
+  // Prompt plus generated tokens at most; 0 = the model's max_context(), or what the KV pool
+  // holds if that is less (a value set above the pool's size is an error).
   int64_t max_model_len = 0;
 
   // Throws dq4::Error naming the option for a value out of range.
@@ -52,7 +53,8 @@ struct Request {
   SamplingParams sampling;      // with n > 1 and a seed, choice i uses seed + i
   // Tokens generated per choice at most; nullopt = up to max_model_len.
   std::optional<int64_t> max_tokens;
-  int64_t min_tokens = 0;               // EOS, stop ids and stop strings ignored before this
+  // Before this many tokens EOS and stop ids are never sampled and stop strings not looked for.
+  int64_t min_tokens = 0;
   std::vector<std::string> stop;        // stop strings, matched on the detokenized text
   std::vector<TokenId> stop_token_ids;  // ends a choice like EOS (the token is not in the text)
   bool ignore_eos = false;              // keep going past the model's EOS ids
@@ -146,7 +148,7 @@ struct EngineStats {
   uint64_t preemptions = 0;           // sequences sent back to waiting for lack of blocks
   uint64_t requests_finished_stop = 0, requests_finished_length = 0, requests_finished_abort = 0;
   Histogram time_to_first_token;    // arrival to first token, seconds
-  Histogram time_per_output_token;  // (last - first token time) / (tokens - 1) per request
+  Histogram time_per_output_token;  // (last - first token time) / (tokens - 1) per choice
   Histogram inter_token_latency;    // between consecutive tokens of a choice
   Histogram e2e_request_latency;    // arrival to finish
   Histogram queue_time;             // arrival to first scheduled
