@@ -108,8 +108,10 @@ void run(const Args& a, const Kernel& kernel) {
   pool.run(
       tiles,
       [&](int64_t task) {
-        // The last rows (the most keys) first, so that the short tiles fill in at the end.
-        const int64_t rb = row_blocks - 1 - task % row_blocks, rest = task / row_blocks;
+        // The last row blocks (the most keys) of every head first, so that the short tiles
+        // fill in at the end.
+        const int64_t per_row_block = p.num_kv_heads * head_splits;
+        const int64_t rb = row_blocks - 1 - task / per_row_block, rest = task % per_row_block;
         const int64_t split = rest % head_splits, g = rest / head_splits;
         Tile t;
         t.kv_head = g;
