@@ -56,7 +56,7 @@ std::vector<AttentionCase> attention_cases() {
       c.window = windows[n % 4];
       c.block_size = blocks[n % 3];
       c.type = n % 2 == 0 ? KvType::f32 : KvType::bf16;
-      c.threads = 1 + n % 3;
+      c.threads = 1 + (n + n / 3) % 3;  // every kv head count meets every thread count
       c.ld_pad = pads[n % 3];
       c.stride_pad = pads[(n + 1) % 3];
       cases.push_back(c);
