@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dq4/architecture.h"
 #include "dq4/checkpoint.h"
 #include "dq4/error.h"
 #include "dq4/linear.h"
@@ -74,7 +75,8 @@ void run_layer(const dq4::Linear& linear, dq4::ThreadPool& pool) {
 
 void load_and_run(const Model& model, const dq4::LinearOptions& options, dq4::ThreadPool& pool) {
   const dq4::Checkpoint checkpoint = dq4::Checkpoint::open_dir(model.dir);
-  for (const auto& group : dq4::linear_groups(model.config))
+  for (const auto& group :
+       dq4::Architecture::from_config(model.config, "config.json").linear_groups())
     run_layer(dq4::Linear::load(checkpoint, model.quant, group, options), pool);
   if (model.config.tie_word_embeddings)
     run_layer(

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "dq4/architecture.h"
 #include "dq4/error.h"
 #include "dq4/model_config.h"
 #include "dq4/quant_config.h"
@@ -26,8 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     const dq4::ModelConfig model = dq4::ModelConfig::parse(text, "fuzz-config");
+    const dq4::Architecture arch = dq4::Architecture::from_config(model, "fuzz-config");
     // Bounded so a huge layer count cannot make this input slow.
-    if (model.num_hidden_layers < 64) (void)dq4::linear_modules(model);
+    if (model.num_hidden_layers < 64) (void)arch.linear_modules();
+    if (model.head_dim < 4096) (void)arch.rope_inv_freq();
   } catch (const dq4::Error&) {
   }
   return 0;

@@ -90,6 +90,24 @@ TEST(GenerateCli, Errors) {
   r = run_dq4("generate -m " + stories() + " -p hi --chat hi");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("exactly one of"), std::string::npos) << r.err;
+  // An architecture dq4 does not run, and weights that do not match config.json.
+  ScratchDir scratch;
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"architectures", {"PhiForCausalLM"}}, {"intermediate_size", 128}}) {
+    std::ifstream in(fixtures_dir() + "/stories260K-hf/config.json");
+    nlohmann::json config = nlohmann::json::parse(in);
+    config[key] = value;
+    const std::string dir = scratch.file(key);
+    fs::create_directory(dir);
+    for (const char* f : {"model.safetensors", "tokenizer.json"})
+      fs::copy_file(fixtures_dir() + "/stories260K-hf/" + f, dir + "/" + f);
+    write_file(dir + "/config.json", config.dump());
+    r = run_dq4("generate -m " + shell_quote(dir) + " -p hi");
+    EXPECT_EQ(r.exit_code, 1) << key;
+    EXPECT_NE(r.err.find(key == "architectures" ? "PhiForCausalLM" : "gate_proj"),
+              std::string::npos)
+        << r.err;
+  }
   r = run_dq4("generate -m " + stories() + " --chat hi");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("chat_template"), std::string::npos) << r.err;

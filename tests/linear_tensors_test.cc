@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "dq4/architecture.h"
 #include "dq4/int4_codec.h"
 #include "dq4/model_config.h"
 #include "expect_error.h"
@@ -23,7 +24,7 @@ TEST(LinearTensors, W4A16FixtureEveryModule) {
   const std::string dir = fixtures_dir() + "/stories260K-hf-w4a16-ct";
   const Checkpoint checkpoint = Checkpoint::open_dir(dir);
   const QuantizationConfig config = QuantizationConfig::read(dir);
-  const auto modules = linear_modules(ModelConfig::read(dir));
+  const auto modules = Architecture::read(dir).linear_modules();
   ASSERT_EQ(modules.size(), 35u);
   for (const LinearModule& m : modules) {
     SCOPED_TRACE(m.name);

@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "dq4/architecture.h"
 #include "dq4/dense.h"
 #include "dq4/linear_tensors.h"
 #include "dq4/rtn.h"
@@ -67,8 +68,8 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) 
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0);
 }
 
-std::vector<LinearModule> attention_qkv(const ModelConfig& c, int layer) {
-  auto all = linear_modules(c);
+std::vector<LinearModule> attention_qkv(const Architecture& a, int layer) {
+  auto all = a.linear_modules();
   return {all.begin() + layer * 7, all.begin() + layer * 7 + 3};
 }
 
@@ -76,7 +77,7 @@ TEST(Linear, W4A16QkvFusedEqualsModulesOneByOne) {
   const std::string dir = fixtures_dir() + "/stories260K-hf-w4a16-ct";
   const Checkpoint checkpoint = Checkpoint::open_dir(dir);
   const QuantizationConfig config = QuantizationConfig::read(dir);
-  const auto qkv = attention_qkv(ModelConfig::read(dir), 2);
+  const auto qkv = attention_qkv(Architecture::read(dir), 2);
   const Linear fused = Linear::load(checkpoint, config, qkv);
   ASSERT_EQ(fused.parts().size(), 1u);
   EXPECT_EQ(fused.parts()[0].run, LinearRun::w4a16);
@@ -103,7 +104,7 @@ TEST(Linear, W4A16RunsOnW4A8KernelsOnlyWhenAsked) {
   const std::string dir = fixtures_dir() + "/stories260K-hf-w4a16-ct";
   const Checkpoint checkpoint = Checkpoint::open_dir(dir);
   const QuantizationConfig config = QuantizationConfig::read(dir);
-  const auto modules = linear_modules(ModelConfig::read(dir));
+  const auto modules = Architecture::read(dir).linear_modules();
   const std::vector<LinearModule> down = {modules[6]};
   LinearOptions options;
   options.w4a16_as_w4a8 = true;
@@ -123,7 +124,7 @@ TEST(Linear, DenseF32FusedGateUpMatchesFloat64) {
   const std::string dir = fixtures_dir() + "/stories260K-hf";
   const Checkpoint checkpoint = Checkpoint::open_dir(dir);
   const QuantizationConfig config = QuantizationConfig::read(dir);
-  const auto modules = linear_modules(ModelConfig::read(dir));
+  const auto modules = Architecture::read(dir).linear_modules();
   const std::vector<LinearModule> gate_up = {modules[4], modules[5]};
   const Linear linear = Linear::load(checkpoint, config, gate_up);
   ASSERT_EQ(linear.parts().size(), 1u);

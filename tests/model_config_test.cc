@@ -1,4 +1,4 @@
-// config.json -> ModelConfig, and the linear modules of a Llama-family model.
+// config.json -> ModelConfig: fields as the file says them.
 
 #include "dq4/model_config.h"
 
@@ -24,15 +24,9 @@ TEST(ModelConfig, Stories260KFixture) {
   EXPECT_EQ(c.vocab_size, 512);
   EXPECT_TRUE(c.tie_word_embeddings);
   EXPECT_EQ(c.torch_dtype, "float32");
-
-  const auto modules = linear_modules(c);
-  ASSERT_EQ(modules.size(), 35u);  // 7 per layer, the head is the tied embedding
-  EXPECT_EQ(modules[1].name, "model.layers.0.self_attn.k_proj");
-  EXPECT_EQ(modules[1].out_features, 32);
-  EXPECT_EQ(modules[1].in_features, 64);
-  EXPECT_EQ(modules[6].name, "model.layers.0.mlp.down_proj");
-  EXPECT_EQ(modules[6].out_features, 64);
-  EXPECT_EQ(modules[6].in_features, 172);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{2});
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_TRUE(c.rope_scaling.type.empty());
 }
 
 nlohmann::json small_config() {
@@ -44,38 +38,41 @@ nlohmann::json small_config() {
           {"vocab_size", 100}};
 }
 
-TEST(ModelConfig, DefaultsAndUntiedHead) {
+TEST(ModelConfig, Defaults) {
   const ModelConfig c = ModelConfig::parse(small_config().dump(), "config.json");
   EXPECT_EQ(c.num_key_value_heads, 4);
   EXPECT_EQ(c.head_dim, 16);
   EXPECT_FALSE(c.tie_word_embeddings);
-  const auto modules = linear_modules(c);
-  ASSERT_EQ(modules.size(), 15u);
-  EXPECT_EQ(modules.back().name, "lm_head");
-  EXPECT_EQ(modules.back().out_features, 100);
+  EXPECT_EQ(c.sliding_window, 0);
+  EXPECT_EQ(c.hidden_act, "silu");
 }
 
-TEST(ModelConfig, LinearGroupsShareAnInput) {
-  const ModelConfig c = ModelConfig::parse(small_config().dump(), "config.json");
-  const auto groups = linear_groups(c);
-  ASSERT_EQ(groups.size(), 2u * 4 + 1);
-  EXPECT_EQ(groups[0].size(), 3u);
-  EXPECT_EQ(groups[0][2].name, "model.layers.0.self_attn.v_proj");
-  EXPECT_EQ(groups[2][1].name, "model.layers.0.mlp.up_proj");
-  EXPECT_EQ(groups[7][0].name, "model.layers.1.mlp.down_proj");
-  EXPECT_EQ(groups.back()[0].name, "lm_head");
-  for (const auto& group : groups)
-    for (const auto& m : group) EXPECT_EQ(m.in_features, group[0].in_features) << m.name;
-}
-
-TEST(ModelConfig, Qwen2HasQkvBiasOnly) {
+TEST(ModelConfig, RopeWindowAndTokenIds) {
   nlohmann::json j = small_config();
-  j["architectures"] = {"Qwen2ForCausalLM"};
-  const auto modules = linear_modules(ModelConfig::parse(j.dump(), "config.json"));
-  EXPECT_TRUE(modules[0].has_bias);
-  EXPECT_TRUE(modules[2].has_bias);
-  EXPECT_FALSE(modules[3].has_bias);  // o_proj
-  EXPECT_FALSE(modules[4].has_bias);
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 32.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
+  j["eos_token_id"] = {128001, 128008, 128009};
+  j["sliding_window"] = 4096;
+  ModelConfig c = ModelConfig::parse(j.dump(), "config.json");
+  EXPECT_EQ(c.rope_scaling.type, "llama3");
+  EXPECT_EQ(c.rope_scaling.factor, 32.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{128001, 128008, 128009}));
+  EXPECT_EQ(c.sliding_window, 4096);
+  // Qwen's sliding_window applies only with use_sliding_window.
+  j["use_sliding_window"] = false;
+  EXPECT_EQ(ModelConfig::parse(j.dump(), "config.json").sliding_window, 0);
+  // transformers 5: rope_parameters holds rope_theta too.
+  j = small_config();
+  j["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 1e6}};
+  c = ModelConfig::parse(j.dump(), "config.json");
+  EXPECT_EQ(c.rope_scaling.type, "linear");
+  EXPECT_EQ(c.rope_theta, 1e6);
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e4}};
+  EXPECT_TRUE(ModelConfig::parse(j.dump(), "config.json").rope_scaling.type.empty());
 }
 
 TEST(ModelConfig, WholeFloatsAreIntegers) {
@@ -91,7 +88,8 @@ TEST(ModelConfig, ErrorsNameTheField) {
     const char* fragment;
   };
   const Case cases[] = {
-      {"architectures", {"GPT2LMHeadModel"}, "'GPT2LMHeadModel' is not supported"},
+      {"rope_scaling", {{"factor", 2.0}}, "rope_scaling.rope_type: missing"},
+      {"eos_token_id", "</s>", "eos_token_id: expected a token id"},
       {"architectures", "LlamaForCausalLM", "architectures"},
       {"hidden_size", nullptr, "hidden_size: missing"},
       {"hidden_size", "64", "hidden_size: expected an integer"},

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "dq4/architecture.h"
 #include "dq4/checkpoint.h"
 #include "dq4/int4_codec.h"
 #include "dq4/linear_tensors.h"
@@ -65,6 +66,7 @@ QuantizeOptions options_for(const std::string& in, const std::string& out, int64
                             bool w4a8, WeightFormat format) {
   QuantizeOptions o;
   o.input_dir = in;
+  o.modules = Architecture::read(in).linear_modules();
   o.output_dir = out;
   o.group_size = group_size;
   o.quantize_activations = w4a8;
@@ -80,7 +82,7 @@ void expect_round_trip(const QuantizeOptions& o, const std::set<std::string>& ig
   const QuantizationConfig config = QuantizationConfig::read(o.output_dir);
   ASSERT_TRUE(config.quantized());
   std::set<std::string> linear_weights;
-  for (const LinearModule& m : linear_modules(ModelConfig::read(o.input_dir))) {
+  for (const LinearModule& m : o.modules) {
     SCOPED_TRACE(m.name);
     const TensorView& weight = in.tensor(m.name + ".weight");
     linear_weights.insert(weight.name);

@@ -30,6 +30,8 @@ enum class RopeVariant { plain, linear, llama3 };
 
 struct Architecture {
   ModelConfig config;
+  bool qkv_bias = false;       // attention_bias; always for Qwen2
+  bool o_bias = false;         // attention_bias, except for Qwen2
   bool qk_norm = false;        // Qwen3
   int64_t sliding_window = 0;  // tokens a query sees (itself included); 0 = all (Mistral only)
   RopeVariant rope = RopeVariant::plain;

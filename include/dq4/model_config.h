@@ -1,7 +1,7 @@
 #pragma once
-// The architecture part of a Hugging Face config.json, for the Llama family (LlamaForCausalLM and
-// the models that share its layer names: Mistral, Qwen2, Qwen3), and the names of its linear
-// modules as checkpoints spell them.
+// The architecture part of a Hugging Face config.json as the file says it: shapes, rope, window,
+// token ids. Which architectures run, and what their modules are called, is decided by the model
+// layer (dq4/architecture.h).
 
 #include <cstdint>
 #include <string>
@@ -49,7 +49,7 @@ struct ModelConfig {
   std::vector<std::string> keys;       // every top-level key with a non-null value, sorted
 
   // Parses config.json text; `file` names it in messages. Throws dq4::Error naming the file and
-  // the field for a missing or ill-typed field, or an architecture outside the Llama family.
+  // the field for a missing or ill-typed field.
   static ModelConfig parse(std::string_view config_json, const std::string& file);
   static ModelConfig read(const std::string& model_dir);  // model_dir/config.json
 };
@@ -58,7 +58,8 @@ struct ModelConfig {
 // absent. Throws dq4::Error naming the file for malformed JSON or ids.
 std::vector<int32_t> read_generation_eos_ids(const std::string& model_dir);
 
-// One linear layer: its module name ("model.layers.0.self_attn.q_proj"), and its shape.
+// One linear layer: its module name ("model.layers.0.self_attn.q_proj"), and its shape. Which
+// modules a model has is the model layer's knowledge (dq4/architecture.h).
 struct LinearModule {
   std::string name;
   int64_t out_features = 0;  // N
@@ -66,12 +67,8 @@ struct LinearModule {
   bool has_bias = false;
 };
 
-// Every linear module of the model in forward order, lm_head last (absent when the embeddings are
-// tied: then the head is the embedding matrix, not a module of its own).
+// The linear modules of a Llama-shaped config in forward order, for `dq4 synth`, which writes
+// such models from the quant layer. Everything that runs a model uses dq4::Architecture.
 std::vector<LinearModule> linear_modules(const ModelConfig& config);
-
-// The same modules grouped by shared input, in forward order: per layer {q, k, v}, {o},
-// {gate, up}, {down}, then {lm_head} when untied. A model loads each group as one Linear.
-std::vector<std::vector<LinearModule>> linear_groups(const ModelConfig& config);
 
 }  // namespace dq4

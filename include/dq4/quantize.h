@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dq4/checkpoint_writer.h"
+#include "dq4/model_config.h"
 #include "dq4/quant_config.h"
 
 namespace dq4 {
@@ -27,6 +28,9 @@ using NoticeCallback = std::function<void(const std::string&)>;
 
 struct QuantizeOptions {
   std::string input_dir;
+  // The model's linear modules (dq4::Architecture::linear_modules()): the tensors that may be
+  // quantized. The quantizer itself knows no architecture.
+  std::vector<LinearModule> modules;
   std::string output_dir;
   int64_t group_size = 32;                            // 0: one scale per output channel
   bool quantize_activations = true;                   // W4A8 (int8 dynamic per-token); false: W4A16

@@ -2,7 +2,6 @@
 
 #include "dq4/model_config.h"
 
-#include <array>
 #include <climits>
 #include <filesystem>
 #include <string_view>
@@ -14,11 +13,6 @@
 
 namespace dq4 {
 namespace {
-
-// Architectures whose checkpoints use Llama's module names. Qwen2 adds q/k/v biases, Qwen3 adds
-// q/k norms; both are visible to the model code, not to the linear layers' names.
-constexpr std::array<std::string_view, 4> kLlamaFamily = {"LlamaForCausalLM", "MistralForCausalLM",
-                                                          "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
 
 int64_t positive(const io::JsonFields& fields, std::string_view key, int64_t value) {
   if (value <= 0) fields.fail(key, "must be positive, got " + std::to_string(value));
@@ -69,12 +63,6 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
       !(*architectures)[0].is_string())
     fields.fail("architectures", "expected a list of one architecture name");
   c.architecture = (*architectures)[0].get<std::string>();
-  bool known = false;
-  for (std::string_view a : kLlamaFamily) known = known || a == c.architecture;
-  if (!known)
-    fields.fail("architectures", "'" + c.architecture +
-                                     "' is not supported (dq4 runs LlamaForCausalLM, "
-                                     "MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
   c.model_type = fields.string("model_type").value_or("");
 
   c.hidden_size = positive(fields, "hidden_size", fields.required_integer("hidden_size"));
@@ -179,26 +167,6 @@ std::vector<LinearModule> linear_modules(const ModelConfig& c) {
   }
   if (!c.tie_word_embeddings) modules.push_back({"lm_head", c.vocab_size, c.hidden_size, false});
   return modules;
-}
-
-}  // namespace dq4
-
-namespace dq4 {
-
-std::vector<std::vector<LinearModule>> linear_groups(const ModelConfig& config) {
-  const std::vector<LinearModule> modules = linear_modules(config);
-  std::vector<std::vector<LinearModule>> groups;
-  // Per layer: q k v | o | gate up | down (linear_modules' order).
-  constexpr size_t kGroupSizes[] = {3, 1, 2, 1};
-  size_t next = 0;
-  for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer)
-    for (size_t size : kGroupSizes) {
-      groups.emplace_back(modules.begin() + static_cast<ptrdiff_t>(next),
-                          modules.begin() + static_cast<ptrdiff_t>(next + size));
-      next += size;
-    }
-  if (next < modules.size()) groups.push_back({modules.back()});
-  return groups;
 }
 
 }  // namespace dq4

@@ -14,12 +14,21 @@ namespace {
 // Config fields of related architectures that change the forward pass in ways dq4 does not
 // implement; a config carrying one is refused rather than run wrong.
 const std::set<std::string_view>& unsupported_keys() {
-  static const std::set<std::string_view> keys = {
-      "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar",
-      "logits_scaling",         "embedding_multiplier",    "residual_multiplier",
-      "attention_multiplier",   "num_experts",             "num_local_experts",
-      "moe_intermediate_size",  "layer_types",             "no_rope_layers",
-      "use_qk_norm",            "attention_chunk_size",    "rope_interleaved"};
+  static const std::set<std::string_view> keys = {"attn_logit_softcapping",
+                                                  "final_logit_softcapping",
+                                                  "query_pre_attn_scalar",
+                                                  "logits_scaling",
+                                                  "embedding_multiplier",
+                                                  "residual_multiplier",
+                                                  "attention_multiplier",
+                                                  "num_experts",
+                                                  "num_local_experts",
+                                                  "moe_intermediate_size",
+                                                  "layer_types",
+                                                  "no_rope_layers",
+                                                  "use_qk_norm",
+                                                  "attention_chunk_size",
+                                                  "rope_interleaved"};
   return keys;
 }
 
@@ -73,6 +82,9 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
     refuse(file, "hidden_act", "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
   check_rope(c, file, a);
   a.qk_norm = qwen3;
+  // Qwen2's q/k/v always have biases and its o_proj never has one, whatever attention_bias says.
+  a.qkv_bias = qwen2 || c.attention_bias;
+  a.o_bias = !qwen2 && c.attention_bias;
   // Llama's modeling code ignores sliding_window; Mistral's applies it to every layer; Qwen's
   // use_sliding_window applies it to some layers only (max_window_layers), which dq4 does not do.
   if (mistral) a.sliding_window = c.sliding_window;
@@ -98,12 +110,10 @@ LayerModules Architecture::layer(int64_t index) const {
     m.q_norm = prefix + "self_attn.q_norm.weight";
     m.k_norm = prefix + "self_attn.k_norm.weight";
   }
-  const bool bias = c.attention_bias;
+  const bool bias = qkv_bias;
   m.attention_input = {{prefix + "self_attn.q_proj", q_features, c.hidden_size, bias},
                        {prefix + "self_attn.k_proj", kv_features, c.hidden_size, bias},
                        {prefix + "self_attn.v_proj", kv_features, c.hidden_size, bias}};
-  // Qwen2's o_proj has no bias even though its q/k/v have one.
-  const bool o_bias = bias && c.architecture != "Qwen2ForCausalLM";
   m.attention_output = {prefix + "self_attn.o_proj", c.hidden_size, q_features, o_bias};
   m.mlp_input = {{prefix + "mlp.gate_proj", c.intermediate_size, c.hidden_size, c.mlp_bias},
                  {prefix + "mlp.up_proj", c.intermediate_size, c.hidden_size, c.mlp_bias}};

@@ -134,9 +134,10 @@ nlohmann::ordered_json Quantizer::read_config() const {
 }
 
 std::vector<PlannedTensor> Quantizer::plan(const Checkpoint& checkpoint, const IgnoreList& ignore) {
-  const ModelConfig config = ModelConfig::read(options_.input_dir);
+  if (options_.modules.empty())
+    throw Error("quantize: no linear modules given for " + options_.input_dir);
   std::vector<const TensorView*> quantized;  // the weights to quantize
-  for (const LinearModule& m : linear_modules(config)) {
+  for (const LinearModule& m : options_.modules) {
     ++report_.linear_modules;
     const std::string name = m.name + ".weight";
     const TensorView* weight = checkpoint.find(name);

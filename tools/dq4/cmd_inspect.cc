@@ -11,6 +11,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "dq4/architecture.h"
 #include "dq4/checkpoint.h"
 #include "dq4/error.h"
 #include "dq4/linear.h"
@@ -46,12 +47,12 @@ double per_param(size_t bytes, int64_t params) {
 }
 
 // Loads every layer through Linear and prints what runs; the numbers say what packing costs.
-void print_loaded_layers(const ModelConfig& model, const QuantizationConfig& quant,
+void print_loaded_layers(const Architecture& arch, const QuantizationConfig& quant,
                          const Checkpoint& checkpoint, const LinearOptions& options) {
   std::printf("\nloaded layers:\n");
   const auto start = std::chrono::steady_clock::now();
   size_t packed_bytes = 0;
-  std::vector<std::vector<LinearModule>> groups = linear_groups(model);
+  std::vector<std::vector<LinearModule>> groups = arch.linear_groups();
   for (const auto& group : groups) {
     const Linear linear = Linear::load(checkpoint, quant, group, options);
     packed_bytes += linear.bytes();
@@ -59,9 +60,8 @@ void print_loaded_layers(const ModelConfig& model, const QuantizationConfig& qua
                 static_cast<long long>(linear.in_features()), linear.bytes(),
                 linear.description().c_str());
   }
-  if (model.tie_word_embeddings) {
-    const Linear head =
-        Linear::from_dense_tensor(checkpoint.tensor("model.embed_tokens.weight"), options);
+  if (!arch.head) {
+    const Linear head = Linear::from_dense_tensor(checkpoint.tensor(arch.embedding), options);
     packed_bytes += head.bytes();
     std::printf(
         "  %5lld x %-5lld %10zu B  %s (tied head)\n", static_cast<long long>(head.out_features()),
@@ -90,7 +90,8 @@ int run_inspect(int argc, char** argv, int first) {
   const LinearOptions load_options = linear_options(args);
   const std::string dir = args.value("DIR");
 
-  const ModelConfig model = ModelConfig::read(dir);
+  const Architecture arch = Architecture::read(dir);
+  const ModelConfig& model = arch.config;
   const QuantizationConfig quant = QuantizationConfig::read(dir);
   const Checkpoint checkpoint = Checkpoint::open_dir(dir);
 
@@ -99,7 +100,7 @@ int run_inspect(int argc, char** argv, int first) {
   int64_t linear_params = 0;
   size_t linear_bytes = 0;
   int unsupported = 0;
-  for (const LinearModule& m : linear_modules(model)) {
+  for (const LinearModule& m : arch.linear_modules()) {
     ModuleRow row;
     row.module = m;
     try {
@@ -223,7 +224,7 @@ int run_inspect(int argc, char** argv, int first) {
                 per_param(total_bytes, total_params));
   }
   if (args.flag("load") && unsupported == 0)
-    print_loaded_layers(model, quant, checkpoint, load_options);
+    print_loaded_layers(arch, quant, checkpoint, load_options);
   if (unsupported > 0) {
     std::fprintf(stderr, "dq4 inspect: %d linear module(s) cannot be loaded (see above)\n",
                  unsupported);

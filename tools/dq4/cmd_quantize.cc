@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "dq4/architecture.h"
 #include "dq4/error.h"
 #include "dq4/quantize.h"
 #include "progress.h"
@@ -89,6 +90,7 @@ int run_quantize(int argc, char** argv, int first) {
 
   QuantizeOptions options;
   options.input_dir = args.value("IN_DIR");
+  options.modules = Architecture::read(options.input_dir).linear_modules();
   options.group_size = group_size_option(args);
   options.quantize_activations = activations_option(args);
   options.format = format_option(args);
