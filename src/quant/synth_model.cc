@@ -1,10 +1,12 @@
-// Synthetic Llama-shaped checkpoints, streamed chunk by chunk from a counter-based generator.
+// Synthetic Llama-family checkpoints, streamed chunk by chunk from a counter-based generator.
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "dq4/error.h"
@@ -13,6 +15,7 @@
 #include "dq4/thread_pool.h"
 #include "model_files.h"
 #include "staging_dir.h"
+#include "synth_tokenizer.h"
 
 namespace dq4 {
 namespace {
@@ -34,17 +37,27 @@ uint64_t tensor_key(uint64_t seed, std::string_view name) {
   return mix64(h ^ mix64(seed));
 }
 
-float value_at(uint64_t key, uint64_t index) {
+// ~N(0, 1): four 16-bit uniforms in (0, 1), whose sum has mean 2 and variance 1/3.
+float unit_value_at(uint64_t key, uint64_t index) {
   const uint64_t bits = mix64(key + 0x9e3779b97f4a7c15ull * (index + 1));
-  // Four 16-bit uniforms in (0, 1): their sum has mean 2 and variance 1/3.
   float sum = 0.0f;
   for (int i = 0; i < 4; ++i) sum += (static_cast<float>((bits >> (16 * i)) & 0xffff) + 0.5f);
-  constexpr float kStd = 0.02f;
-  return (sum * (1.0f / 65536.0f) - 2.0f) * (1.7320508f * kStd);
+  return (sum * (1.0f / 65536.0f) - 2.0f) * 1.7320508f;
 }
 
-bool is_norm(std::string_view name) {
-  return name.size() >= 11 && name.substr(name.size() - 11) == "norm.weight";
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// What a tensor's values are: value = offset + scale * unit.
+struct ValueRule {
+  float offset = 0, scale = 0;
+};
+
+ValueRule value_rule(const SynthOptions& o, std::string_view name) {
+  if (ends_with(name, "norm.weight")) return {1.0f, o.norm_spread};
+  if (ends_with(name, ".bias")) return {0.0f, o.bias_std};
+  return {0.0f, o.weight_std};
 }
 
 void store(Dtype dtype, float v, uint8_t* out) {
@@ -97,6 +110,10 @@ std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
     tensors.push_back({prefix + "input_layernorm.weight", dtype, {c.hidden_size}});
     tensors.push_back({prefix + "post_attention_layernorm.weight", dtype, {c.hidden_size}});
+    if (c.architecture == "Qwen3ForCausalLM") {  // RMSNorm of each head's q and k
+      tensors.push_back({prefix + "self_attn.q_norm.weight", dtype, {c.head_dim}});
+      tensors.push_back({prefix + "self_attn.k_norm.weight", dtype, {c.head_dim}});
+    }
   }
   for (const LinearModule& m : linear_modules(c)) {
     tensors.push_back({m.name + ".weight", dtype, {m.out_features, m.in_features}});
@@ -107,11 +124,31 @@ std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
   return tensors;
 }
 
+nlohmann::ordered_json rope_scaling_json(const RopeScaling& r) {
+  if (r.type.empty()) return nullptr;
+  nlohmann::ordered_json j;
+  j["factor"] = r.factor;
+  if (r.type == "llama3") {
+    j["high_freq_factor"] = r.high_freq_factor;
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["original_max_position_embeddings"] = r.original_max_position_embeddings;
+  }
+  j["rope_type"] = r.type;
+  return j;
+}
+
+nlohmann::ordered_json token_ids_json(const ModelConfig& c) {
+  if (c.eos_token_ids.empty()) return nullptr;
+  if (c.eos_token_ids.size() == 1) return c.eos_token_ids[0];
+  return c.eos_token_ids;
+}
+
 nlohmann::ordered_json config_json(const SynthOptions& o) {
   const ModelConfig& c = o.config;
+  const bool qwen = c.architecture == "Qwen2ForCausalLM" || c.architecture == "Qwen3ForCausalLM";
   nlohmann::ordered_json j;
-  j["architectures"] = {"LlamaForCausalLM"};
-  j["model_type"] = "llama";
+  j["architectures"] = {c.architecture};
+  j["model_type"] = c.model_type;
   j["hidden_size"] = c.hidden_size;
   j["intermediate_size"] = c.intermediate_size;
   j["num_hidden_layers"] = c.num_hidden_layers;
@@ -122,26 +159,45 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
   j["max_position_embeddings"] = c.max_position_embeddings;
   j["rms_norm_eps"] = c.rms_norm_eps;
   j["rope_theta"] = c.rope_theta;
-  j["rope_scaling"] = nullptr;
-  j["hidden_act"] = "silu";
-  j["attention_bias"] = c.attention_bias;
+  j["rope_scaling"] = rope_scaling_json(c.rope_scaling);
+  j["hidden_act"] = c.hidden_act;
+  // Qwen2's config has no attention_bias: its q/k/v biases are implied.
+  if (c.architecture != "Qwen2ForCausalLM") j["attention_bias"] = c.attention_bias;
   j["attention_dropout"] = 0.0;
-  j["mlp_bias"] = c.mlp_bias;
+  if (c.architecture == "LlamaForCausalLM") j["mlp_bias"] = c.mlp_bias;
+  if (qwen) j["use_sliding_window"] = c.sliding_window > 0;
+  if (qwen || c.architecture == "MistralForCausalLM")
+    j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nullptr;
   j["tie_word_embeddings"] = c.tie_word_embeddings;
-  j["bos_token_id"] = o.bos_token_id;
-  j["eos_token_id"] = o.eos_token_id;
+  j["bos_token_id"] = c.bos_token_id >= 0 ? nlohmann::ordered_json(c.bos_token_id) : nullptr;
+  j["eos_token_id"] = token_ids_json(c);
   j["initializer_range"] = 0.02;
-  j["pretraining_tp"] = 1;
+  if (c.architecture == "LlamaForCausalLM") j["pretraining_tp"] = 1;
   j["use_cache"] = true;
   j["torch_dtype"] = torch_dtype_name(o.dtype);
   return j;
 }
 
+nlohmann::ordered_json generation_config_json(const ModelConfig& c) {
+  nlohmann::ordered_json j;
+  if (c.bos_token_id >= 0) j["bos_token_id"] = c.bos_token_id;
+  j["eos_token_id"] = token_ids_json(c);
+  j["do_sample"] = false;
+  return j;
+}
+
+void write_json(const nlohmann::ordered_json& json, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << json.dump(2) << "\n";
+  out.close();
+  if (!out) throw Error("cannot write " + path);
+}
+
 // Writes one tensor in chunks, each filled in parallel.
-void write_tensor(const TensorSpec& t, uint64_t seed, CheckpointWriter& writer,
+void write_tensor(const TensorSpec& t, const SynthOptions& o, CheckpointWriter& writer,
                   std::vector<uint8_t>& chunk) {
-  const uint64_t key = tensor_key(seed, t.name);
-  const bool ones = is_norm(t.name);
+  const uint64_t key = tensor_key(o.seed, t.name);
+  const ValueRule rule = value_rule(o, t.name);
   const size_t element_bytes = dtype_size(t.dtype);
   const uint64_t total = t.bytes() / element_bytes;
   for (uint64_t begin = 0; begin < total; begin += kChunkElements) {
@@ -152,7 +208,10 @@ void write_tensor(const TensorSpec& t, uint64_t seed, CheckpointWriter& writer,
       const uint64_t first = static_cast<uint64_t>(task) * kTaskElements;
       const uint64_t last = std::min(count, first + kTaskElements);
       for (uint64_t i = first; i < last; ++i)
-        store(t.dtype, ones ? 1.0f : value_at(key, begin + i), chunk.data() + i * element_bytes);
+        store(t.dtype,
+              rule.scale == 0 ? rule.offset
+                              : rule.offset + rule.scale * unit_value_at(key, begin + i),
+              chunk.data() + i * element_bytes);
     });
     writer.append(chunk.data(), chunk.size());
   }
@@ -160,55 +219,29 @@ void write_tensor(const TensorSpec& t, uint64_t seed, CheckpointWriter& writer,
 
 }  // namespace
 
-float synthetic_value(uint64_t seed, std::string_view name, uint64_t index) {
-  return value_at(tensor_key(seed, name), index);
-}
-
-SynthOptions synth_preset(std::string_view name) {
-  SynthOptions o;
-  ModelConfig& c = o.config;
-  c.architecture = "LlamaForCausalLM";
-  c.model_type = "llama";
-  c.rms_norm_eps = 1e-5;
-  if (name == "llama-1b") {
-    c.hidden_size = 2048;
-    c.intermediate_size = 8192;
-    c.num_hidden_layers = 16;
-    c.num_attention_heads = 32;
-    c.num_key_value_heads = 8;
-    c.head_dim = 64;
-    c.vocab_size = 128256;
-    c.max_position_embeddings = 131072;
-    c.rope_theta = 500000.0;
-    c.tie_word_embeddings = true;
-    o.bos_token_id = 128000;
-    o.eos_token_id = 128001;
-  } else if (name == "tiny") {
-    c.hidden_size = 96;
-    c.intermediate_size = 200;
-    c.num_hidden_layers = 2;
-    c.num_attention_heads = 4;
-    c.num_key_value_heads = 2;
-    c.head_dim = 24;
-    c.vocab_size = 256;
-    c.max_position_embeddings = 256;
-    c.rope_theta = 10000.0;
-    c.tie_word_embeddings = false;
-  } else {
-    throw Error("synth: unknown preset '" + std::string(name) + "' (presets: llama-1b, tiny)");
-  }
-  o.dtype = Dtype::BF16;
-  c.torch_dtype = "bfloat16";
-  return o;
+float synthetic_value(const SynthOptions& options, std::string_view name, uint64_t index) {
+  const ValueRule rule = value_rule(options, name);
+  if (rule.scale == 0) return rule.offset;
+  return rule.offset + rule.scale * unit_value_at(tensor_key(options.seed, name), index);
 }
 
 SynthReport write_synthetic_model(const SynthOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   check_shapes(options.config);
-  const nlohmann::ordered_json config = config_json(options);  // also checks the dtype
-  const std::vector<TensorSpec> tensors = model_tensors(options.config, options.dtype);
   if (!options.tokenizer_dir.empty() && !fs::is_directory(options.tokenizer_dir))
     throw Error("synth: tokenizer directory " + options.tokenizer_dir + " does not exist");
+  SynthOptions o = options;
+  std::optional<quant::SynthTokenizer> tokenizer;
+  if (o.tokenizer_dir.empty()) {
+    const bool qwen =
+        o.config.architecture == "Qwen2ForCausalLM" || o.config.architecture == "Qwen3ForCausalLM";
+    tokenizer = quant::make_synthetic_tokenizer(
+        o.config.vocab_size, qwen ? quant::TokenizerStyle::qwen : quant::TokenizerStyle::llama3);
+    o.config.bos_token_id = tokenizer->bos_id;
+    o.config.eos_token_ids = tokenizer->eos_ids;
+  }
+  const nlohmann::ordered_json config = config_json(o);  // also checks the dtype
+  const std::vector<TensorSpec> tensors = model_tensors(o.config, o.dtype);
 
   quant::StagingDir staging(options.output_dir, options.replace_existing, options.notice);
   CheckpointWriter writer(staging.path(), tensors, options.max_shard_bytes);
@@ -216,7 +249,7 @@ SynthReport write_synthetic_model(const SynthOptions& options) {
   std::vector<uint8_t> chunk;
   SynthReport report;
   for (const TensorSpec& t : tensors) {
-    write_tensor(t, options.seed, writer, chunk);
+    write_tensor(t, o, writer, chunk);
     report.parameters += t.bytes() / dtype_size(t.dtype);
     ++progress.tensors_done;
     progress.bytes_done = writer.data_bytes_written();
@@ -224,9 +257,12 @@ SynthReport write_synthetic_model(const SynthOptions& options) {
   }
   writer.finish();
   quant::write_config_json(config, staging.path());
-  if (!options.tokenizer_dir.empty() &&
-      quant::copy_tokenizer_files(options.tokenizer_dir, staging.path()) == 0)
+  if (tokenizer) {
+    quant::write_synthetic_tokenizer(*tokenizer, staging.path());
+    write_json(generation_config_json(o.config), staging.path() + "/generation_config.json");
+  } else if (quant::copy_tokenizer_files(options.tokenizer_dir, staging.path()) == 0) {
     throw Error("synth: " + options.tokenizer_dir + " holds no tokenizer files");
+  }
   staging.commit();
   report.bytes_written = quant::directory_bytes(options.output_dir);
 
