@@ -28,6 +28,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The npm reference implementations (Hugging Face tokenizers, @huggingface/jinja), pinned by
-# tests/js/package-lock.json.
-(cd "$(dirname "$0")/../tests/js" && npm ci --no-audit --no-fund --loglevel=error)
+# The npm reference implementations (Hugging Face tokenizers, @huggingface/jinja, llama.cpp through
+# node-llama-cpp's prebuilt binaries), pinned by tests/js/package-lock.json. node-llama-cpp must
+# never download or build llama.cpp itself: its prebuilt CPU binary comes with the npm packages.
+(cd "$(dirname "$0")/../tests/js" &&
+  NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --no-audit --no-fund --loglevel=error)

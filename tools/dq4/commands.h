@@ -9,6 +9,7 @@ int run_bench(int argc, char** argv, int first);
 int run_inspect(int argc, char** argv, int first);
 int run_quantize(int argc, char** argv, int first);
 int run_synth(int argc, char** argv, int first);
+int run_export_gguf(int argc, char** argv, int first);
 int run_chat_template(int argc, char** argv, int first);
 int run_tokenize(int argc, char** argv, int first);
 int run_generate(int argc, char** argv, int first);

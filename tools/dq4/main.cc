@@ -27,6 +27,8 @@ const Command kCommands[] = {
     {"chat", "chat with a model in the terminal (its chat template, streamed)", dq4::cli::run_chat},
     {"perplexity", "a model's perplexity over a text file", dq4::cli::run_perplexity},
     {"synth", "write a synthetic Llama-shaped model (tests, benchmarks)", dq4::cli::run_synth},
+    {"export-gguf", "write a model as a GGUF file for llama.cpp (int4 group-32 as Q4_0)",
+     dq4::cli::run_export_gguf},
     {"chat-template", "render a model's chat template for a conversation (JSON on stdin)",
      dq4::cli::run_chat_template},
     {"tokenize", "tokenize stdin (or decode ids) with a model's tokenizer.json",

@@ -1,0 +1,353 @@
+// dq4 export-gguf: the GGUF file read back by an independent reader (tests/gguf_reader.cc) holds
+// llama.cpp's metadata and names, and exactly the checkpoint's values: Q4_0 blocks dequantize to
+// the compressed-tensors int4 values times their scales, with llama's q/k rows permuted.
+
+#include "dq4/gguf_export.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "dq4/checkpoint.h"
+#include "dq4/gguf_writer.h"
+#include "dq4/half.h"
+#include "dq4/int4_codec.h"
+#include "dq4/model_config.h"
+#include "dq4/quantize.h"
+#include "dq4/synth.h"
+#include "dq4/tokenizer.h"
+#include "expect_error.h"
+#include "gguf_reader.h"
+#include "safetensors_writer.h"
+
+namespace dq4::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+float element(const TensorView& t, int64_t i) {
+  if (t.dtype == Dtype::F32) return t.as<float>()[i];
+  if (t.dtype == Dtype::BF16) return bf16_to_f32(t.as<uint16_t>(Dtype::BF16)[i]);
+  return f16_to_f32(t.as<uint16_t>(Dtype::F16)[i]);
+}
+
+// A synthetic preset with in_features that are multiples of 32 (Q4_0 blocks).
+std::string synth(const ScratchDir& scratch, const std::string& preset, Dtype dtype) {
+  SynthOptions o = synth_preset(preset);
+  o.config.intermediate_size = 128;
+  o.dtype = dtype;
+  o.seed = 11;
+  o.output_dir = scratch.file(preset + "-" + std::string(dtype_name(dtype)));
+  write_synthetic_model(o);
+  return o.output_dir;
+}
+
+std::string quantize(const std::string& in, const std::string& out, int64_t group_size, bool w4a8,
+                     WeightFormat format) {
+  QuantizeOptions o;
+  o.input_dir = in;
+  o.output_dir = out;
+  o.group_size = group_size;
+  o.quantize_activations = w4a8;
+  o.format = format;
+  quantize_checkpoint(o);
+  return out;
+}
+
+GgufFile export_to(const std::string& dir, const std::string& file) {
+  GgufExportOptions o;
+  o.model_dir = dir;
+  o.output = file;
+  export_gguf(o);
+  return GgufFile::read(file);
+}
+
+// HF row of GGUF row r for llama's q/k: interleaved pairs from rotate-half halves.
+int64_t hf_row(int64_t r, int64_t rows, int64_t heads) {
+  const int64_t d = rows / heads, within = r % d;
+  return r / d * d + (within % 2) * (d / 2) + within / 2;
+}
+
+// The checkpoint's value of a linear weight (dequantized when int4), element [row, col].
+class CheckpointWeights {
+ public:
+  explicit CheckpointWeights(const Checkpoint& c) : c_(c) {}
+  float at(const std::string& module, int64_t row, int64_t col) const {
+    if (const TensorView* w = c_.find(module + ".weight"); w != nullptr && w->dtype != Dtype::I8)
+      return element(*w, row * w->shape[1] + col);
+    const TensorView& scale = c_.tensor(module + ".weight_scale");
+    const int64_t groups = scale.shape[1];
+    int8_t q;
+    int64_t k;
+    if (const TensorView* w = c_.find(module + ".weight")) {
+      k = w->shape[1];
+      q = w->as<int8_t>()[row * k + col];
+    } else {
+      const TensorView& packed = c_.tensor(module + ".weight_packed");
+      k = c_.tensor(module + ".weight_shape").as<int64_t>()[1];
+      std::vector<int8_t> values(static_cast<size_t>(k));
+      unpack_int4_rows(packed.as<int32_t>().data() + row * packed.shape[1], 1, k, values.data());
+      q = values[col];
+    }
+    return static_cast<float>(q) * element(scale, row * groups + col / (k / groups));
+  }
+
+ private:
+  const Checkpoint& c_;
+};
+
+void expect_metadata(const GgufFile& g, const ModelConfig& c, const std::string& arch) {
+  EXPECT_EQ(g.version, 3u);
+  EXPECT_EQ(g.get<std::string>("general.architecture"), arch);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".block_count"), c.num_hidden_layers);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".embedding_length"), c.hidden_size);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".feed_forward_length"), c.intermediate_size);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".context_length"), c.max_position_embeddings);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".attention.head_count"), c.num_attention_heads);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".attention.head_count_kv"), c.num_key_value_heads);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".attention.key_length"), c.head_dim);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".rope.dimension_count"), c.head_dim);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".vocab_size"), c.vocab_size);
+  EXPECT_EQ(g.get<float>(arch + ".attention.layer_norm_rms_epsilon"),
+            static_cast<float>(c.rms_norm_eps));
+  EXPECT_EQ(g.get<float>(arch + ".rope.freq_base"), static_cast<float>(c.rope_theta));
+}
+
+// The vocabulary is dq4::Tokenizer's, id for id, with the special ids and the chat template.
+void expect_vocab(const GgufFile& g, const std::string& dir, const ModelConfig& c) {
+  const Tokenizer t = Tokenizer::from_directory(dir);
+  const auto& tokens = g.get<std::vector<std::string>>("tokenizer.ggml.tokens");
+  const auto& types = g.get<std::vector<int32_t>>("tokenizer.ggml.token_type");
+  ASSERT_EQ(static_cast<int64_t>(tokens.size()), c.vocab_size);
+  ASSERT_EQ(types.size(), tokens.size());
+  for (int64_t id = 0; id < c.vocab_size; ++id) {
+    EXPECT_EQ(tokens[id], t.id_to_token(static_cast<TokenId>(id)).value_or("?")) << id;
+    EXPECT_EQ(types[id], t.is_special(static_cast<TokenId>(id)) ? 3 : 1) << id;
+  }
+  EXPECT_EQ(g.get<uint32_t>("tokenizer.ggml.eos_token_id"), static_cast<uint32_t>(*t.eos_id()));
+  const nlohmann::json config =
+      nlohmann::json::parse(std::ifstream(dir + "/tokenizer_config.json"));
+  EXPECT_EQ(g.get<std::string>("tokenizer.chat_template"), config["chat_template"]);
+  EXPECT_EQ(g.get<std::string>("tokenizer.ggml.model"), "gpt2");
+  const nlohmann::json tok = nlohmann::json::parse(std::ifstream(dir + "/tokenizer.json"));
+  const auto& merges = g.get<std::vector<std::string>>("tokenizer.ggml.merges");
+  ASSERT_EQ(merges.size(), tok["model"]["merges"].size());
+  EXPECT_EQ(merges[0], tok["model"]["merges"][0][0].get<std::string>() + " " +
+                           tok["model"]["merges"][0][1].get<std::string>());
+}
+
+TEST(GgufExport, W4A8G32LlamaIsQ4_0WithTheSameValuesAndPermutedQK) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-llama3", Dtype::BF16);
+  for (const WeightFormat format : {WeightFormat::int_quantized, WeightFormat::pack_quantized}) {
+    SCOPED_TRACE(std::string(weight_format_name(format)));
+    const std::string q =
+        quantize(in, scratch.file("q" + std::string(weight_format_name(format))), 32, true, format);
+    const GgufFile g = export_to(q, q + ".gguf");
+    const ModelConfig c = ModelConfig::read(q);
+    expect_metadata(g, c, "llama");
+    expect_vocab(g, q, c);
+    EXPECT_EQ(g.get<uint32_t>("general.file_type"), 2u);  // MOSTLY_Q4_0
+    EXPECT_EQ(g.get<uint32_t>("tokenizer.ggml.bos_token_id"),
+              static_cast<uint32_t>(c.bos_token_id));
+    EXPECT_EQ(g.get<std::string>("tokenizer.ggml.pre"), "llama-bpe");
+    EXPECT_TRUE(g.get<bool>("tokenizer.ggml.add_bos_token"));
+
+    const Checkpoint ckpt = Checkpoint::open_dir(q);
+    const CheckpointWeights weights(ckpt);
+    // 2 layers x (2 norms + 7 linears) + embedding, rope_freqs, output norm, output.
+    EXPECT_EQ(g.tensors.size(), 2u * 9 + 4);
+    for (const auto& [hf, gguf, heads] : std::vector<std::tuple<std::string, std::string, int64_t>>{
+             {"model.layers.1.self_attn.q_proj", "blk.1.attn_q.weight", c.num_attention_heads},
+             {"model.layers.1.self_attn.k_proj", "blk.1.attn_k.weight", c.num_key_value_heads},
+             {"model.layers.0.self_attn.v_proj", "blk.0.attn_v.weight", 0},
+             {"model.layers.0.mlp.down_proj", "blk.0.ffn_down.weight", 0}}) {
+      SCOPED_TRACE(gguf);
+      const GgufTensorInfo* t = g.find(gguf);
+      ASSERT_NE(t, nullptr);
+      EXPECT_EQ(t->type, 2u);  // Q4_0
+      const int64_t k = t->ne[0], n = t->ne[1];
+      const std::vector<float> v = g.values(gguf);
+      int64_t mismatches = 0;
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t col = 0; col < k; ++col)
+          mismatches += v[r * k + col] != weights.at(hf, heads ? hf_row(r, n, heads) : r, col);
+      EXPECT_EQ(mismatches, 0);
+    }
+    // The head stays BF16 (lm_head is not quantized), norms F32 with the same values.
+    EXPECT_EQ(g.find("output.weight")->type, 30u);
+    EXPECT_EQ(g.find("token_embd.weight")->type, 30u);
+    EXPECT_EQ(g.find("blk.0.ffn_norm.weight")->type, 0u);
+    const std::vector<float> norm = g.values("blk.0.ffn_norm.weight");
+    const TensorView& hf_norm = ckpt.tensor("model.layers.0.post_attention_layernorm.weight");
+    for (size_t i = 0; i < norm.size(); ++i) EXPECT_EQ(norm[i], element(hf_norm, i));
+    const std::vector<float> head = g.values("output.weight");
+    for (size_t i = 0; i < head.size(); i += 97)
+      EXPECT_EQ(head[i], weights.at("lm_head", i / 96, i % 96));
+
+    // llama3 rope factors: 1 for short wavelengths, the factor for long ones, smooth between
+    // (head_dim 24, theta 1e4, original context 32, factor 4: wavelength 2 pi 1e4^(i/12)).
+    const std::vector<float> rope = g.values("rope_freqs.weight");
+    ASSERT_EQ(rope.size(), 12u);
+    EXPECT_EQ(rope[0], 1.0f);
+    EXPECT_EQ(rope[11], 4.0f);
+    const double wavelen = 2 * M_PI * std::pow(1e4, 1.0 / 12);
+    const double smooth = (32 / wavelen - 1) / 3;
+    EXPECT_NEAR(rope[1], 1 / ((1 - smooth) / 4 + smooth), 1e-5);
+    EXPECT_GT(rope[2], rope[1]);
+    EXPECT_LT(rope[2], 4.0f);
+  }
+}
+
+TEST(GgufExport, W4A16QwenKeepsItsLayoutBiasesAndQKNorms) {
+  ScratchDir scratch;
+  for (const std::string preset : {"tiny-qwen2", "tiny-qwen3"}) {
+    SCOPED_TRACE(preset);
+    const std::string q = quantize(synth(scratch, preset, Dtype::F16), scratch.file(preset + "-q"),
+                                   32, false, WeightFormat::pack_quantized);
+    const GgufFile g = export_to(q, scratch.file(preset + ".gguf"));
+    const ModelConfig c = ModelConfig::read(q);
+    const std::string arch = preset == "tiny-qwen2" ? "qwen2" : "qwen3";
+    expect_metadata(g, c, arch);
+    expect_vocab(g, q, c);
+    EXPECT_EQ(g.get<std::string>("tokenizer.ggml.pre"), "qwen2");
+    EXPECT_FALSE(g.get<bool>("tokenizer.ggml.add_bos_token"));
+    EXPECT_EQ(g.metadata.count("tokenizer.ggml.bos_token_id"), 0u);
+    EXPECT_EQ(g.metadata.count("rope_freqs.weight"), 0u);
+
+    const Checkpoint ckpt = Checkpoint::open_dir(q);
+    const CheckpointWeights weights(ckpt);
+    const std::vector<float> qw = g.values("blk.1.attn_q.weight");  // not permuted
+    for (size_t i = 0; i < qw.size(); i += 7)
+      EXPECT_EQ(qw[i], weights.at("model.layers.1.self_attn.q_proj", i / 96, i % 96)) << i;
+    EXPECT_EQ(g.find("output.weight") != nullptr, !c.tie_word_embeddings);
+    if (arch == "qwen2") {
+      const std::vector<float> bias = g.values("blk.0.attn_k.bias");
+      const TensorView& hf = ckpt.tensor("model.layers.0.self_attn.k_proj.bias");
+      ASSERT_EQ(bias.size(), static_cast<size_t>(hf.numel()));
+      for (size_t i = 0; i < bias.size(); ++i) EXPECT_EQ(bias[i], element(hf, i));
+      EXPECT_EQ(g.find("blk.0.attn_output.bias"), nullptr);
+    } else {
+      const std::vector<float> norm = g.values("blk.1.attn_k_norm.weight");
+      const TensorView& hf = ckpt.tensor("model.layers.1.self_attn.k_norm.weight");
+      ASSERT_EQ(norm.size(), 24u);
+      for (size_t i = 0; i < norm.size(); ++i) EXPECT_EQ(norm[i], element(hf, i));
+    }
+  }
+}
+
+TEST(GgufExport, UnquantizedModelsBecomeF32) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-linear-rope", Dtype::BF16);
+  const GgufFile g = export_to(in, scratch.file("f32.gguf"));
+  EXPECT_EQ(g.get<uint32_t>("general.file_type"), 0u);
+  EXPECT_EQ(g.get<std::string>("llama.rope.scaling.type"), "linear");
+  EXPECT_EQ(g.get<float>("llama.rope.scaling.factor"), 2.0f);
+  EXPECT_EQ(g.find("rope_freqs.weight"), nullptr);
+  for (const GgufTensorInfo& t : g.tensors) EXPECT_EQ(t.type, 0u) << t.name;
+  const Checkpoint ckpt = Checkpoint::open_dir(in);
+  const CheckpointWeights weights(ckpt);
+  const std::vector<float> k = g.values("blk.0.attn_k.weight");
+  const int64_t rows = 2 * 24;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t col = 0; col < 96; ++col)
+      ASSERT_EQ(k[r * 96 + col],
+                weights.at("model.layers.0.self_attn.k_proj", hf_row(r, rows, 2), col));
+  const std::vector<float> embed = g.values("token_embd.weight");
+  const TensorView& hf = ckpt.tensor("model.embed_tokens.weight");
+  for (size_t i = 0; i < embed.size(); i += 13) EXPECT_EQ(embed[i], element(hf, i));
+}
+
+// stories260K: SentencePiece-style BPE with byte fallback becomes llama.cpp's "llama" vocabulary.
+TEST(GgufExport, SentencePieceVocabulary) {
+  ScratchDir scratch;
+  const std::string dir = fixtures_dir() + "/stories260K-hf";
+  const GgufFile g = export_to(dir, scratch.file("stories.gguf"));
+  EXPECT_EQ(g.get<std::string>("tokenizer.ggml.model"), "llama");
+  const auto& tokens = g.get<std::vector<std::string>>("tokenizer.ggml.tokens");
+  const auto& types = g.get<std::vector<int32_t>>("tokenizer.ggml.token_type");
+  const auto& scores = g.get<std::vector<float>>("tokenizer.ggml.scores");
+  ASSERT_EQ(tokens.size(), 512u);
+  EXPECT_EQ(scores.size(), 512u);
+  EXPECT_EQ(tokens[1], "<s>");
+  EXPECT_EQ(types[1], 3);  // control
+  EXPECT_EQ(types[0], 3);  // <unk> is special in this tokenizer.json
+  EXPECT_EQ(tokens[3], "<0x00>");
+  EXPECT_EQ(types[3], 6);  // byte
+  EXPECT_EQ(g.get<uint32_t>("tokenizer.ggml.bos_token_id"), 1u);
+  EXPECT_EQ(g.get<uint32_t>("tokenizer.ggml.unknown_token_id"), 0u);
+  EXPECT_TRUE(g.get<bool>("tokenizer.ggml.add_bos_token"));
+  EXPECT_EQ(g.get<uint32_t>("general.file_type"), 0u);
+}
+
+TEST(GgufExport, RefusalsNameTheFault) {
+  ScratchDir scratch;
+  const std::string bf16 = synth(scratch, "tiny", Dtype::BF16);
+  const auto fails = [&](const std::string& dir, std::initializer_list<std::string> fragments) {
+    GgufExportOptions o;
+    o.model_dir = dir;
+    o.output = scratch.file("refused.gguf");
+    expect_error([&] { export_gguf(o); }, fragments);
+    EXPECT_FALSE(fs::exists(o.output));
+  };
+  fails(quantize(bf16, scratch.file("ch"), 0, true, WeightFormat::int_quantized),
+        {"model.layers.0.self_attn.q_proj", "channelwise", "groups of 32"});
+  fails(quantize(bf16, scratch.file("g64"), 64, true, WeightFormat::int_quantized),
+        {"group size 64"});
+  fails(fixtures_dir() + "/stories260K-hf-w4a16-ct", {"channelwise"});
+  // tiny's own down_proj has K = 200: not whole Q4_0 blocks.
+  SynthOptions o = synth_preset("tiny");
+  o.output_dir = scratch.file("k200");
+  write_synthetic_model(o);
+  fails(quantize(o.output_dir, scratch.file("k200-q"), 32, true, WeightFormat::int_quantized),
+        {"mlp.down_proj", "in_features 200", "multiple of 32"});
+  // F32 scales of an F32 model are not f16 values.
+  fails(quantize(synth(scratch, "tiny", Dtype::F32), scratch.file("f32q"), 32, true,
+                 WeightFormat::int_quantized),
+        {"weight_scale", "not exactly representable in f16"});
+  fs::remove(bf16 + "/tokenizer.json");
+  fails(bf16, {"tokenizer.json", "missing"});
+
+  const std::string ok = synth(scratch, "tiny-tied", Dtype::F32);
+  GgufExportOptions twice;
+  twice.model_dir = ok;
+  twice.output = scratch.file("twice.gguf");
+  export_gguf(twice);
+  expect_error([&] { export_gguf(twice); }, {"twice.gguf", "exists", "--force"});
+  twice.replace_existing = true;
+  export_gguf(twice);
+}
+
+TEST(GgufWriter, LayoutIsAlignedAndErrorsAreCaught) {
+  ScratchDir scratch;
+  GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  expect_error([&] { w.add_u32("general.architecture", 1); }, "added twice");
+  w.add_tensor("a", GgmlType::F32, {3}, [](uint8_t* out, size_t bytes) {
+    EXPECT_EQ(bytes, 12u);
+    const float v[3] = {1, 2, 3};
+    std::memcpy(out, v, 12);
+  });
+  w.add_tensor("b", GgmlType::F16, {2, 2}, [](uint8_t* out, size_t bytes) {
+    for (size_t i = 0; i < bytes / 2; ++i) {
+      const uint16_t h = f32_to_f16(static_cast<float>(i));
+      std::memcpy(out + 2 * i, &h, 2);
+    }
+  });
+  expect_error([&] { w.add_tensor("q", GgmlType::Q4_0, {2, 48}, nullptr); }, "multiple of 32");
+  expect_error([&] { w.add_tensor("a", GgmlType::F32, {1}, nullptr); }, "added twice");
+  w.write(scratch.file("w.gguf"));
+  const GgufFile g = GgufFile::read(scratch.file("w.gguf"));
+  ASSERT_EQ(g.tensors.size(), 2u);
+  EXPECT_EQ(g.tensors[1].offset % 32, 0u);
+  EXPECT_EQ(g.tensors[1].ne, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(g.data_start % 32, 0u);
+  EXPECT_EQ(g.values("a"), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(g.values("b"), (std::vector<float>{0, 1, 2, 3}));
+  expect_error([&] { w.write(scratch.file("no/such/dir/x.gguf")); }, "cannot create");
+}
+
+}  // namespace
+}  // namespace dq4::test
