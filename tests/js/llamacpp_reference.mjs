@@ -25,6 +25,11 @@ const context = await model.createContext({
     batchSize: Math.max(64, longest + 1),
     threads: request.threads ?? 1,
     sequences: 1,
+    // f32 keys and values (llama.cpp's default is f16) and the plain attention path: only float
+    // rounding differs from an f32 implementation.
+    experimentalKvCacheKeyType: "F32",
+    experimentalKvCacheValueType: "F32",
+    flashAttention: false,
 });
 const sequence = context.getSequence();
 

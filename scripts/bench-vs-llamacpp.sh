@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# dq4 vs llama.cpp on the same weights, same machine, same run, same thread counts: a synthetic
+# Llama-3.2-1B-shaped model (`dq4 synth --preset llama-1b`, BF16) quantized W4A8 G32 by
+# `dq4 quantize` (lm_head kept BF16), run by `dq4 bench model`, and the same checkpoint exported
+# by `dq4 export-gguf` (Q4_0 holding the very same int4 values and scales, BF16 head and
+# embeddings) run by llama.cpp through node-llama-cpp's prebuilt CPU library
+# (tests/js/llamacpp_bench.mjs). Prints both sides' prompt processing of 512 tokens and decode of
+# 128 tokens at each thread count, and dq4 / llama.cpp.
+# Needs ~5 GB in the scratch directory (BENCH_DIR, default: a new directory under /tmp), removed
+# at the end. DQ4_BIN overrides the binary (default build/dq4, built here when missing);
+# THREADS the thread counts (default 1,2).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dq4="${DQ4_BIN:-$root/build/dq4}"
+threads="${THREADS:-1,2}"
+if [[ ! -x "$dq4" ]]; then
+  cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$root/build" -j "$(nproc)" --target dq4_cli
+fi
+if [[ ! -d "$root/tests/js/node_modules/node-llama-cpp" ]]; then
+  echo "tests/js/node_modules/node-llama-cpp is missing: run scripts/install-deps.sh" >&2
+  exit 1
+fi
+work="${BENCH_DIR:-$(mktemp -d /tmp/dq4-bench-vs-llamacpp-XXXXXX)}"
+trap 'rm -rf "$work"' EXIT
+echo "== scratch: $work, $(nproc) CPUs, threads $threads"
+
+"$dq4" synth --preset llama-1b -o "$work/llama-1b"
+"$dq4" quantize "$work/llama-1b" -o "$work/w4a8-g32" --scheme groupwise --group-size 32
+rm -rf "$work/llama-1b"
+"$dq4" export-gguf "$work/w4a8-g32" -o "$work/w4a8-g32.gguf"
+
+echo "== dq4 bench model (W4A8 G32, BF16 head)"
+"$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json > "$work/dq4.json"
+echo "== llama.cpp (node-llama-cpp 3.21.1, Q4_0, BF16 head)"
+node "$root/tests/js/llamacpp_bench.mjs" "$work/w4a8-g32.gguf" --threads "$threads" --pp 512 \
+  --tg 128 > "$work/llamacpp.json"
+
+# dq4's first case of each (phase, tokens, threads) is the BF16 head's, like the GGUF's.
+jq -r -n --slurpfile d "$work/dq4.json" --slurpfile l "$work/llamacpp.json" '
+  ($d[0] | group_by([.phase, .tokens, .threads]) | map(.[0])) as $dq4
+  | ["phase", "tokens", "threads", "dq4 tok/s", "llama.cpp tok/s", "dq4 / llama.cpp"],
+    ($l[0][] as $x
+     | ($dq4[] | select(.phase == $x.phase and .tokens == $x.tokens and .threads == $x.threads))
+       as $y
+     | [$x.phase, $x.tokens, $x.threads, ($y.tokens_per_s * 100 | round / 100),
+        ($x.tokens_per_s * 100 | round / 100), ($y.tokens_per_s / $x.tokens_per_s * 100 | round / 100)])
+  | @tsv' | column -t -s $'\t'
