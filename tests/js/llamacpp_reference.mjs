@@ -39,7 +39,9 @@ for (const prompt of request.prompts) {
     const ids = [];
     const probabilities = [];
     if (prompt.n > 0) {
-        const steps = sequence.evaluateWithMetadata(prompt.ids, {probabilities: true}, {temperature: 0});
+        // Greedy, and on past end-of-generation tokens: dq4 is compared id for id.
+        const steps = sequence.evaluateWithMetadata(prompt.ids, {probabilities: true},
+            {temperature: 0, yieldEogToken: true});
         for await (const step of steps) {
             ids.push(step.token);
             probabilities.push([...step.probabilities.entries()].slice(0, top));
