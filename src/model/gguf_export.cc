@@ -12,13 +12,13 @@
 #include <functional>
 #include <numbers>
 
+#include "dq4/architecture.h"
 #include "dq4/checkpoint.h"
 #include "dq4/error.h"
 #include "dq4/gguf_writer.h"
 #include "dq4/half.h"
 #include "dq4/int4_codec.h"
 #include "dq4/linear_tensors.h"
-#include "dq4/model_config.h"
 #include "dq4/quant_config.h"
 #include "gguf_vocab.h"
 
@@ -33,46 +33,13 @@ struct GgufArch {
   bool permute_qk = false;  // llama.cpp's "llama" rotates interleaved pairs, HF rotates halves
 };
 
-GgufArch gguf_arch(const ModelConfig& c, const std::string& file) {
-  if (c.hidden_act != "silu")
-    throw Error("export-gguf: " + file + ": hidden_act '" + c.hidden_act + "' is not silu");
-  if (c.partial_rotary_factor != 1.0)
-    throw Error("export-gguf: " + file + ": partial_rotary_factor " +
-                std::to_string(c.partial_rotary_factor) + " is not exported");
-  if (!c.rope_scaling.other_keys.empty())
-    throw Error("export-gguf: " + file + ": " + c.rope_scaling.other_keys[0] + " is not exported");
-  const std::string& rope = c.rope_scaling.type;
-  if (!rope.empty() && rope != "linear" && rope != "llama3")
-    throw Error("export-gguf: " + file + ": rope_scaling type '" + rope +
-                "' is not exported (none, linear, llama3)");
+// Architecture::read has refused what dq4 does not run (other rope types, activations...).
+GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM")
     return {"llama", true};
   if (c.architecture == "Qwen2ForCausalLM") return {"qwen2", false};
   if (c.architecture == "Qwen3ForCausalLM") return {"qwen3", false};
-  throw Error("export-gguf: " + file + ": architecture '" + c.architecture + "' is not exported");
-}
-
-// HF module / tensor names -> GGUF tensor names.
-std::string gguf_name(const std::string& hf) {
-  static const std::pair<const char*, const char*> kLayerParts[] = {
-      {"input_layernorm", "attn_norm"},    {"post_attention_layernorm", "ffn_norm"},
-      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},
-      {"self_attn.v_proj", "attn_v"},      {"self_attn.o_proj", "attn_output"},
-      {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
-      {"mlp.gate_proj", "ffn_gate"},       {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"}};
-  if (hf == "model.embed_tokens") return "token_embd";
-  if (hf == "model.norm") return "output_norm";
-  if (hf == "lm_head") return "output";
-  const std::string prefix = "model.layers.";
-  if (hf.starts_with(prefix)) {
-    const size_t dot = hf.find('.', prefix.size());
-    const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
-    const std::string part = hf.substr(dot + 1);
-    for (const auto& [from, to] : kLayerParts)
-      if (part == from) return "blk." + layer + "." + to;
-  }
-  throw Error("export-gguf: no GGUF name for '" + hf + "'");
+  throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
 }
 
 // Source row of output row `r` after llama.cpp's q/k permutation: within each head of `d` rows,
@@ -234,9 +201,9 @@ void add_hparams(GgufWriter& w, const ModelConfig& c, const std::string& arch) {
 
 GgufExportReport export_gguf(const GgufExportOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string config_file = o.model_dir + "/config.json";
-  const ModelConfig c = ModelConfig::read(o.model_dir);
-  const GgufArch arch = gguf_arch(c, config_file);
+  const Architecture a = Architecture::read(o.model_dir);
+  const ModelConfig& c = a.config;
+  const GgufArch arch = gguf_arch(c);
   const QuantizationConfig qc = QuantizationConfig::read(o.model_dir);
   const Checkpoint ckpt = Checkpoint::open_dir(o.model_dir);
   if (fs::exists(o.output) && !o.replace_existing)
@@ -244,11 +211,11 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
 
   GgufExportReport report;
   report.architecture = arch.name;
-  if (c.sliding_window > 0 && arch.name == "llama")
+  if (a.sliding_window > 0 && arch.name == "llama")
     report.notes.push_back(
         "llama.cpp's llama architecture has no sliding window: it matches "
         "only for sequences up to sliding_window " +
-        std::to_string(c.sliding_window) + " tokens");
+        std::to_string(a.sliding_window) + " tokens");
 
   GgufWriter w;
   w.add_string("general.architecture", arch.name);
@@ -256,62 +223,65 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   w.add_string("general.name", fs::path(o.model_dir).filename().string());
   add_hparams(w, c, arch.name);
 
-  // Tensors in GGUF order (as the script emits them: embedding, per layer, output).
+  // Float tensors of a quantized checkpoint keep their dtype (1-D ones become F32, as the script
+  // writes them); an unquantized checkpoint becomes all F32.
   const auto dense_type = [&](const TensorView& t) {
     if (!qc.quantized() || t.shape.size() == 1) return GgmlType::F32;
     return ggml_type(t.dtype, t);
   };
-  Dtype main_dtype = Dtype::F32;
-  const TensorView& embed = ckpt.tensor("model.embed_tokens.weight");
+  const auto add_norm = [&](const std::string& hf, const std::string& gguf) {
+    add_float_tensor(w, gguf, ckpt.tensor(hf), GgmlType::F32, nullptr);
+  };
+  // A linear module: Q4_0 when int4, its float dtype when dense; its bias F32. llama's q and k
+  // (qk_heads > 0) get their rows permuted.
+  const auto add_linear = [&](const LinearModule& m, const std::string& gguf, int64_t qk_heads) {
+    std::function<int64_t(int64_t)> row_of;
+    if (arch.permute_qk && qk_heads > 0)
+      row_of = [rows = m.out_features, qk_heads](int64_t r) {
+        return permuted_row(r, rows, qk_heads);
+      };
+    const LinearScheme scheme = qc.resolve(m.name);
+    const LinearTensors lt = find_linear_tensors(ckpt, m.name, scheme);
+    if (scheme.kind == LinearKind::dense) {
+      add_float_tensor(w, gguf + ".weight", *lt.weight, dense_type(*lt.weight), row_of);
+    } else {
+      add_q4_0_tensor(w, gguf + ".weight", lt, row_of);
+      ++report.q4_0_tensors;
+    }
+    if (lt.bias != nullptr) add_float_tensor(w, gguf + ".bias", *lt.bias, GgmlType::F32, row_of);
+  };
+
+  // In the script's order: embedding, rope factors, each layer, final norm, head.
+  const TensorView& embed = ckpt.tensor(a.embedding);
   add_float_tensor(w, "token_embd.weight", embed, dense_type(embed), nullptr);
-  if (qc.quantized()) main_dtype = embed.dtype;
-  if (c.rope_scaling.type == "llama3") {
+  if (a.rope == RopeVariant::llama3) {
     const std::vector<float> factors = llama3_rope_factors(c);
     w.add_tensor(
         "rope_freqs.weight", GgmlType::F32, {static_cast<int64_t>(factors.size())},
         [factors](uint8_t* out, size_t bytes) { std::memcpy(out, factors.data(), bytes); });
   }
-  for (const LinearModule& m : linear_modules(c)) {
-    if (m.name.ends_with("self_attn.q_proj") && m.name.starts_with("model.layers.")) {
-      const std::string prefix =
-          m.name.substr(0, m.name.size() - std::string("self_attn.q_proj").size());
-      const TensorView& norm = ckpt.tensor(prefix + "input_layernorm.weight");
-      add_float_tensor(w, gguf_name(prefix + "input_layernorm") + ".weight", norm, GgmlType::F32,
-                       nullptr);
-      if (c.architecture == "Qwen3ForCausalLM")
-        for (const char* qk : {"self_attn.q_norm", "self_attn.k_norm"}) {
-          const TensorView& t = ckpt.tensor(prefix + qk + ".weight");
-          add_float_tensor(w, gguf_name(prefix + qk) + ".weight", t, GgmlType::F32, nullptr);
-        }
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const LayerModules l = a.layer(i);
+    const std::string blk = "blk." + std::to_string(i) + ".";
+    add_norm(l.input_norm, blk + "attn_norm.weight");
+    if (a.qk_norm) {
+      add_norm(l.q_norm, blk + "attn_q_norm.weight");
+      add_norm(l.k_norm, blk + "attn_k_norm.weight");
     }
-    std::function<int64_t(int64_t)> row_of;
-    if (arch.permute_qk && (m.name.ends_with("q_proj") || m.name.ends_with("k_proj"))) {
-      const int64_t heads =
-          m.name.ends_with("q_proj") ? c.num_attention_heads : c.num_key_value_heads;
-      row_of = [rows = m.out_features, heads](int64_t r) { return permuted_row(r, rows, heads); };
-    }
-    const LinearScheme scheme = qc.resolve(m.name);
-    const LinearTensors lt = find_linear_tensors(ckpt, m.name, scheme);
-    const std::string name = gguf_name(m.name);
-    if (scheme.kind == LinearKind::dense) {
-      add_float_tensor(w, name + ".weight", *lt.weight, dense_type(*lt.weight), row_of);
-    } else {
-      add_q4_0_tensor(w, name + ".weight", lt, row_of);
-      ++report.q4_0_tensors;
-    }
-    if (lt.bias != nullptr) add_float_tensor(w, name + ".bias", *lt.bias, GgmlType::F32, row_of);
-    if (m.name.ends_with("mlp.up_proj")) {
-      const std::string prefix =
-          m.name.substr(0, m.name.size() - std::string("mlp.up_proj").size());
-      const TensorView& norm = ckpt.tensor(prefix + "post_attention_layernorm.weight");
-      add_float_tensor(w, gguf_name(prefix + "post_attention_layernorm") + ".weight", norm,
-                       GgmlType::F32, nullptr);
-    }
+    add_linear(l.attention_input.at(0), blk + "attn_q", c.num_attention_heads);
+    add_linear(l.attention_input.at(1), blk + "attn_k", c.num_key_value_heads);
+    add_linear(l.attention_input.at(2), blk + "attn_v", 0);
+    add_linear(l.attention_output, blk + "attn_output", 0);
+    add_norm(l.post_attention_norm, blk + "ffn_norm.weight");
+    add_linear(l.mlp_input.at(0), blk + "ffn_gate", 0);
+    add_linear(l.mlp_input.at(1), blk + "ffn_up", 0);
+    add_linear(l.mlp_output, blk + "ffn_down", 0);
   }
-  add_float_tensor(w, "output_norm.weight", ckpt.tensor("model.norm.weight"), GgmlType::F32,
-                   nullptr);
+  add_norm(a.final_norm, "output_norm.weight");
+  if (a.head) add_linear(*a.head, "output", 0);
 
   // general.file_type: llama.cpp's llama_ftype of the main weights.
+  const Dtype main_dtype = qc.quantized() ? embed.dtype : Dtype::F32;
   if (report.q4_0_tensors > 0) {
     report.file_type = "Q4_0";
     w.add_u32("general.file_type", 2);
@@ -322,7 +292,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
                                                               : 0);
   }
   w.add_u32("general.quantization_version", 2);
-  quant::add_gguf_vocab(o.model_dir, c, w);
+  model::add_gguf_vocab(o.model_dir, c, w);
 
   // Written next to the output and renamed into place: a failure leaves nothing behind.
   const std::string staging = o.output + ".tmp-" + std::to_string(::getpid());

@@ -7,7 +7,7 @@
 #include "dq4/gguf_writer.h"
 #include "dq4/model_config.h"
 
-namespace dq4::quant {
+namespace dq4::model {
 
 // Reads model_dir's tokenizer.json (and tokenizer_config.json, chat_template.jinja when present)
 // and adds the vocabulary padded to config.vocab_size, its token types, merges or scores, the
@@ -15,4 +15,4 @@ namespace dq4::quant {
 // and field for a tokenizer llama.cpp has no equivalent of.
 void add_gguf_vocab(const std::string& model_dir, const ModelConfig& config, GgufWriter& writer);
 
-}  // namespace dq4::quant
+}  // namespace dq4::model

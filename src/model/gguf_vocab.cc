@@ -13,17 +13,11 @@
 #include "../io/text_file.h"
 #include "dq4/error.h"
 
-namespace dq4::quant {
+namespace dq4::model {
 namespace {
 
 // llama.cpp's token types (llama_token_type).
-enum TokenType : int32_t {
-  kNormal = 1,
-  kControl = 3,
-  kUserDefined = 4,
-  kUnused = 5,
-  kByte = 6
-};
+enum TokenType : int32_t { kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 // Byte-level BPE pre-tokenizer regexes and the llama.cpp pre-tokenizer that applies the same one.
 struct KnownPre {
@@ -192,4 +186,4 @@ void add_gguf_vocab(const std::string& model_dir, const ModelConfig& config, Ggu
     writer.add_string("tokenizer.chat_template", tok_config["chat_template"].get<std::string>());
 }
 
-}  // namespace dq4::quant
+}  // namespace dq4::model
