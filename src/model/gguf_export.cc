@@ -49,19 +49,33 @@ int64_t permuted_row(int64_t r, int64_t rows, int64_t heads) {
   return head * d + (within % 2) * (d / 2) + within / 2;
 }
 
-float element(const TensorView& t, int64_t i) {
-  switch (t.dtype) {
-    case Dtype::F32:
-      return t.as<float>()[i];
-    case Dtype::BF16:
-      return bf16_to_f32(t.as<uint16_t>(Dtype::BF16)[i]);
-    case Dtype::F16:
-      return f16_to_f32(t.as<uint16_t>(Dtype::F16)[i]);
-    default:
-      throw Error("export-gguf: tensor '" + t.name + "' in " + t.file + " is " +
-                  std::string(dtype_name(t.dtype)) + ", not F32, BF16 or F16");
+// A float tensor's elements as f32 (its data checked once, not per element).
+class FloatElements {
+ public:
+  explicit FloatElements(const TensorView& t) : dtype_(t.dtype) {
+    switch (t.dtype) {
+      case Dtype::F32:
+        f32_ = t.as<float>().data();
+        break;
+      case Dtype::BF16:
+      case Dtype::F16:
+        half_ = t.as<uint16_t>(t.dtype).data();
+        break;
+      default:
+        throw Error("export-gguf: tensor '" + t.name + "' in " + t.file + " is " +
+                    std::string(dtype_name(t.dtype)) + ", not F32, BF16 or F16");
+    }
   }
-}
+  float operator[](int64_t i) const {
+    if (f32_ != nullptr) return f32_[i];
+    return dtype_ == Dtype::BF16 ? bf16_to_f32(half_[i]) : f16_to_f32(half_[i]);
+  }
+
+ private:
+  Dtype dtype_;
+  const float* f32_ = nullptr;
+  const uint16_t* half_ = nullptr;
+};
 
 GgmlType ggml_type(Dtype dtype, const TensorView& t) {
   switch (dtype) {
@@ -80,15 +94,15 @@ GgmlType ggml_type(Dtype dtype, const TensorView& t) {
 // A float tensor as `type` (F32, BF16 or F16), rows taken through `row_of`.
 void add_float_tensor(GgufWriter& w, const std::string& name, const TensorView& t, GgmlType type,
                       std::function<int64_t(int64_t)> row_of) {
-  (void)ggml_type(t.dtype, t);  // refuses non-float dtypes now, not while writing
+  const FloatElements values(t);  // refuses non-float dtypes now, not while writing
   const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
   const int64_t cols = t.numel() / rows;
-  w.add_tensor(name, type, t.shape, [&t, type, rows, cols, row_of](uint8_t* out, size_t) {
+  w.add_tensor(name, type, t.shape, [values, type, rows, cols, row_of](uint8_t* out, size_t) {
     const size_t size = type == GgmlType::F32 ? 4 : 2;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t src = row_of ? row_of(r) : r;
       for (int64_t c = 0; c < cols; ++c) {
-        const float v = element(t, src * cols + c);
+        const float v = values[src * cols + c];
         uint8_t* dst = out + static_cast<size_t>(r * cols + c) * size;
         if (type == GgmlType::F32) {
           std::memcpy(dst, &v, 4);
@@ -116,29 +130,31 @@ void add_q4_0_tensor(GgufWriter& w, const std::string& name, const LinearTensors
                 " is not a multiple of 32 (Q4_0 blocks)");
   const int64_t n = lt.n, k = lt.k, groups = k / kQ4_0BlockSize;
   const TensorView& scales = *lt.weight_scale;
+  const FloatElements scale_values(scales);
   // Check every scale before the file is started.
   for (int64_t i = 0; i < n * groups; ++i) {
-    const float s = element(scales, i);
+    const float s = scale_values[i];
     if (f16_to_f32(f32_to_f16(s)) != s)
       throw Error("export-gguf: tensor '" + scales.name + "' [" + std::to_string(i / groups) +
                   ", " + std::to_string(i % groups) + "] = " + std::to_string(s) +
                   " is not exactly representable in f16 (Q4_0 scales are f16)");
   }
   w.add_tensor(name, GgmlType::Q4_0, {n, k},
-               [lt, n, k, groups, row_of, module](uint8_t* out, size_t) {
+               [lt, scale_values, n, k, groups, row_of, module](uint8_t* out, size_t) {
                  std::vector<int8_t> row(static_cast<size_t>(k));
                  const int64_t words = (k + 7) / 8;
+                 const int32_t* packed =
+                     lt.weight_packed ? lt.weight_packed->as<int32_t>().data() : nullptr;
+                 const int8_t* values = lt.weight ? lt.weight->as<int8_t>().data() : nullptr;
                  for (int64_t r = 0; r < n; ++r) {
                    const int64_t src = row_of ? row_of(r) : r;
-                   if (lt.weight_packed != nullptr)
-                     unpack_int4_rows(lt.weight_packed->as<int32_t>().data() + src * words, 1, k,
-                                      row.data());
+                   if (packed != nullptr)
+                     unpack_int4_rows(packed + src * words, 1, k, row.data());
                    else
-                     std::memcpy(row.data(), lt.weight->as<int8_t>().data() + src * k,
-                                 static_cast<size_t>(k));
+                     std::memcpy(row.data(), values + src * k, static_cast<size_t>(k));
                    for (int64_t g = 0; g < groups; ++g) {
                      uint8_t* block = out + static_cast<size_t>(r * groups + g) * kQ4_0BlockBytes;
-                     const uint16_t d = f32_to_f16(element(*lt.weight_scale, src * groups + g));
+                     const uint16_t d = f32_to_f16(scale_values[src * groups + g]);
                      std::memcpy(block, &d, 2);
                      const int8_t* q = row.data() + g * kQ4_0BlockSize;
                      for (int j = 0; j < 16; ++j) {
