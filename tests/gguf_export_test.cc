@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "dq4/architecture.h"
 #include "dq4/checkpoint.h"
 #include "dq4/gguf_writer.h"
 #include "dq4/half.h"
@@ -48,6 +49,7 @@ std::string quantize(const std::string& in, const std::string& out, int64_t grou
                      WeightFormat format) {
   QuantizeOptions o;
   o.input_dir = in;
+  o.modules = Architecture::read(in).linear_modules();
   o.output_dir = out;
   o.group_size = group_size;
   o.quantize_activations = w4a8;
