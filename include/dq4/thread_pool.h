@@ -1,7 +1,9 @@
 #pragma once
 // One persistent pool of worker threads for the whole process. Work is a number of independent
-// tasks; the calling thread takes part, workers spin briefly between jobs (decode issues many
-// short jobs back to back) and then sleep. No thread is created per call.
+// tasks; the calling thread takes part. A forward pass issues many short jobs back to back, so
+// between jobs workers spin (for about a millisecond, kSpin in thread_pool.cc) and the hand-off
+// of a job costs one cache-line transfer each way; a pool left idle longer sleeps. No thread is
+// created per call.
 
 #include <atomic>
 #include <condition_variable>
@@ -34,22 +36,27 @@ class ThreadPool {
  private:
   void worker_loop(int index);
   void drain_tasks();
+  // Waits for the job after `seen` and returns its word (generation << 16 | threads).
+  uint64_t wait_for_job(uint64_t seen);
 
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
   std::mutex run_mutex_;  // one job at a time
 
-  // The job being run; written by run() before the generation is bumped.
+  // The job being run; written by run() before its word is published.
   const std::function<void(int64_t)>* task_ = nullptr;
   int64_t task_count_ = 0;
-  int job_threads_ = 0;
-  std::atomic<int64_t> next_task_{0};
-  std::atomic<int> busy_workers_{0};
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stop_{false};
   std::exception_ptr error_;
   std::mutex error_mutex_;
+  // Each on its own cache line: the task counter is hit by every thread, the job word and the
+  // count of busy workers cross between the caller and the workers once per job.
+  alignas(64) std::atomic<int64_t> next_task_{0};
+  alignas(64) std::atomic<uint64_t> job_{0};  // generation << 16 | threads taking part
+  alignas(64) std::atomic<int> busy_workers_{0};
+  // Sleeping workers wait on `wake_`; run() takes `sleep_mutex_` only when some are asleep.
+  alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
 };
 
 }  // namespace dq4

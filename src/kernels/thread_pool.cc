@@ -1,5 +1,6 @@
 #include "dq4/thread_pool.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -24,8 +25,17 @@ inline void cpu_relax() {
 // waiting for workers that may all be busy with the outer job.
 thread_local bool in_pool_task = false;
 
-// Spinning this long between jobs covers the gap between the matmuls of one decode step.
-constexpr int kSpinIterations = 20000;
+// Workers spin this long after a job before they sleep: a decode step's jobs come a few to a few
+// hundred microseconds apart, and waking a sleeping thread costs tens of microseconds.
+constexpr auto kSpin = std::chrono::milliseconds(2);
+// The caller spins this long for the workers to finish before it yields its CPU: on a busy host
+// a worker may have been descheduled mid-task.
+constexpr auto kFinishSpin = std::chrono::microseconds(200);
+// Iterations between two looks at the clock while spinning.
+constexpr int kSpinBatch = 64;
+
+constexpr int kThreadBits = 16;
+constexpr int kMaxThreads = 4096;
 
 int threads_from_environment() {
   if (const char* env = std::getenv("DQ4_THREADS")) {
@@ -42,16 +52,18 @@ int threads_from_environment() {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  if (threads < 1) throw Error("ThreadPool: threads must be >= 1, got " + std::to_string(threads));
+  if (threads < 1 || threads > kMaxThreads)
+    throw Error("ThreadPool: threads must be in [1, " + std::to_string(kMaxThreads) + "], got " +
+                std::to_string(threads));
   workers_.reserve(threads - 1);
   for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_.store(true);
-    generation_.fetch_add(1);
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    job_.fetch_add(uint64_t{1} << kThreadBits);
   }
   wake_.notify_all();
   for (auto& worker : workers_) worker.join();
@@ -79,23 +91,35 @@ void ThreadPool::drain_tasks() {
   }
 }
 
+uint64_t ThreadPool::wait_for_job(uint64_t seen) {
+  using Clock = std::chrono::steady_clock;
+  const auto spin_end = Clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < kSpinBatch; ++i) {
+      const uint64_t job = job_.load(std::memory_order_acquire);
+      if (job != seen) return job;
+      cpu_relax();
+    }
+    if (Clock::now() >= spin_end) break;
+  }
+  // Announce the sleep before the last look at the job word; run() publishes the word before it
+  // looks at sleepers_ (both sequentially consistent), so one of the two sees the other.
+  std::unique_lock<std::mutex> lock(sleep_mutex_);
+  sleepers_.fetch_add(1);
+  wake_.wait(lock, [&] { return job_.load() != seen; });
+  sleepers_.fetch_sub(1);
+  return job_.load(std::memory_order_acquire);
+}
+
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    uint64_t current = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; current == seen && spin < kSpinIterations; ++spin) {
-      cpu_relax();
-      current = generation_.load(std::memory_order_acquire);
-    }
-    if (current == seen) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-      current = generation_.load(std::memory_order_acquire);
-    }
-    seen = current;
+    seen = wait_for_job(seen);
     if (stop_.load()) return;
-    if (index + 1 < job_threads_) drain_tasks();
-    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    const int threads = static_cast<int>(seen & ((uint64_t{1} << kThreadBits) - 1));
+    if (index + 1 >= threads) continue;  // not taking part in this job
+    drain_tasks();
+    busy_workers_.fetch_sub(1, std::memory_order_release);
   }
 }
 
@@ -109,23 +133,26 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& task, in
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   task_ = &task;
   task_count_ = tasks;
-  job_threads_ = threads;
   error_ = nullptr;
   next_task_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
+  busy_workers_.store(threads - 1, std::memory_order_relaxed);
+  const uint64_t generation = (job_.load(std::memory_order_relaxed) >> kThreadBits) + 1;
+  job_.store(generation << kThreadBits | static_cast<uint64_t>(threads));
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(sleep_mutex_); }  // a worker between its check and wait
+    wake_.notify_all();
   }
-  wake_.notify_all();
   drain_tasks();
-  // A worker may have been descheduled mid-task on a busy host: after a short spin, give up the
-  // CPU so that it can finish instead of burning its time slice.
-  for (int spin = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < kSpinIterations)
+  using Clock = std::chrono::steady_clock;
+  const auto spin_end = Clock::now() + kFinishSpin;
+  bool spinning = true;
+  while (busy_workers_.load(std::memory_order_acquire) != 0) {
+    if (spinning) {
       cpu_relax();
-    else
+      spinning = Clock::now() < spin_end;
+    } else {
       std::this_thread::yield();
+    }
   }
   task_ = nullptr;
   if (error_) std::rethrow_exception(error_);
