@@ -1,9 +1,10 @@
 #pragma once
 // One persistent pool of worker threads for the whole process. Work is a number of independent
 // tasks; the calling thread takes part. A forward pass issues many short jobs back to back, so
-// between jobs workers spin (for about a millisecond, kSpin in thread_pool.cc) and the hand-off
-// of a job costs one cache-line transfer each way; a pool left idle longer sleeps. No thread is
-// created per call.
+// between jobs workers spin (for about 2 ms, kSpin in thread_pool.cc) and the hand-off of a job
+// costs one cache-line transfer each way; a pool left idle longer sleeps. A worker that has not
+// joined a job by the time the caller runs out of tasks is not waited for (on a busy host it may
+// not be running at all). No thread is created per call.
 
 #include <atomic>
 #include <condition_variable>
@@ -34,9 +35,9 @@ class ThreadPool {
   void run(int64_t tasks, const std::function<void(int64_t)>& task, int max_threads = 0);
 
  private:
-  void worker_loop(int index);
+  void worker_loop();
   void drain_tasks();
-  // Waits for the job after `seen` and returns its word (generation << 16 | threads).
+  // Waits for a job of a generation other than `seen` and returns its word.
   uint64_t wait_for_job(uint64_t seen);
 
   std::vector<std::thread> workers_;
@@ -48,10 +49,11 @@ class ThreadPool {
   std::exception_ptr error_;
   std::mutex error_mutex_;
   // Each on its own cache line: the task counter is hit by every thread, the job word and the
-  // count of busy workers cross between the caller and the workers once per job.
+  // count of finished workers cross between the caller and the workers once per job.
   alignas(64) std::atomic<int64_t> next_task_{0};
-  alignas(64) std::atomic<uint64_t> job_{0};  // generation << 16 | threads taking part
-  alignas(64) std::atomic<int> busy_workers_{0};
+  // generation, threads taking part, closed (no more workers may join), workers joined
+  alignas(64) std::atomic<uint64_t> job_{0};
+  alignas(64) std::atomic<int> finished_workers_{0};
   // Sleeping workers wait on `wake_`; run() takes `sleep_mutex_` only when some are asleep.
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};

@@ -34,8 +34,13 @@ constexpr auto kFinishSpin = std::chrono::microseconds(200);
 // Iterations between two looks at the clock while spinning.
 constexpr int kSpinBatch = 64;
 
-constexpr int kThreadBits = 16;
+// The job word: generation << 33 | threads taking part << 17 | closed << 16 | workers joined.
+constexpr int kGenerationShift = 33, kThreadsShift = 17;
+constexpr uint64_t kClosed = uint64_t{1} << 16, kJoinedMask = kClosed - 1;
 constexpr int kMaxThreads = 4096;
+
+uint64_t generation_of(uint64_t job) { return job >> kGenerationShift; }
+int threads_of(uint64_t job) { return static_cast<int>((job >> kThreadsShift) & 0xffff); }
 
 int threads_from_environment() {
   if (const char* env = std::getenv("DQ4_THREADS")) {
@@ -56,14 +61,14 @@ ThreadPool::ThreadPool(int threads) {
     throw Error("ThreadPool: threads must be in [1, " + std::to_string(kMaxThreads) + "], got " +
                 std::to_string(threads));
   workers_.reserve(threads - 1);
-  for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
   stop_.store(true);
   {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
-    job_.fetch_add(uint64_t{1} << kThreadBits);
+    job_.fetch_add(uint64_t{1} << kGenerationShift);
   }
   wake_.notify_all();
   for (auto& worker : workers_) worker.join();
@@ -97,7 +102,7 @@ uint64_t ThreadPool::wait_for_job(uint64_t seen) {
   for (;;) {
     for (int i = 0; i < kSpinBatch; ++i) {
       const uint64_t job = job_.load(std::memory_order_acquire);
-      if (job != seen) return job;
+      if (generation_of(job) != seen) return job;
       cpu_relax();
     }
     if (Clock::now() >= spin_end) break;
@@ -106,20 +111,26 @@ uint64_t ThreadPool::wait_for_job(uint64_t seen) {
   // looks at sleepers_ (both sequentially consistent), so one of the two sees the other.
   std::unique_lock<std::mutex> lock(sleep_mutex_);
   sleepers_.fetch_add(1);
-  wake_.wait(lock, [&] { return job_.load() != seen; });
+  wake_.wait(lock, [&] { return generation_of(job_.load()) != seen; });
   sleepers_.fetch_sub(1);
   return job_.load(std::memory_order_acquire);
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
-    seen = wait_for_job(seen);
+    uint64_t job = wait_for_job(seen);
     if (stop_.load()) return;
-    const int threads = static_cast<int>(seen & ((uint64_t{1} << kThreadBits) - 1));
-    if (index + 1 >= threads) continue;  // not taking part in this job
+    seen = generation_of(job);
+    // Join the job unless the caller has closed it (it ran out of tasks first) or enough workers
+    // have joined; the caller waits only for those that joined.
+    bool joined = false;
+    while (!joined && generation_of(job) == seen && (job & kClosed) == 0 &&
+           static_cast<int>(job & kJoinedMask) + 1 < threads_of(job))
+      joined = job_.compare_exchange_weak(job, job + 1, std::memory_order_acq_rel);
+    if (!joined) continue;
     drain_tasks();
-    busy_workers_.fetch_sub(1, std::memory_order_release);
+    finished_workers_.fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -135,18 +146,22 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& task, in
   task_count_ = tasks;
   error_ = nullptr;
   next_task_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(threads - 1, std::memory_order_relaxed);
-  const uint64_t generation = (job_.load(std::memory_order_relaxed) >> kThreadBits) + 1;
-  job_.store(generation << kThreadBits | static_cast<uint64_t>(threads));
+  finished_workers_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = generation_of(job_.load(std::memory_order_relaxed)) + 1;
+  job_.store(generation << kGenerationShift | static_cast<uint64_t>(threads) << kThreadsShift);
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(sleep_mutex_); }  // a worker between its check and wait
     wake_.notify_all();
   }
   drain_tasks();
+  // No task is left to start: close the job, so that a worker that has not joined yet (on a busy
+  // host it may not even be running) is not waited for, and wait for those that joined.
+  const int joined =
+      static_cast<int>(job_.fetch_or(kClosed, std::memory_order_acq_rel) & kJoinedMask);
   using Clock = std::chrono::steady_clock;
   const auto spin_end = Clock::now() + kFinishSpin;
   bool spinning = true;
-  while (busy_workers_.load(std::memory_order_acquire) != 0) {
+  while (finished_workers_.load(std::memory_order_acquire) != joined) {
     if (spinning) {
       cpu_relax();
       spinning = Clock::now() < spin_end;
