@@ -192,7 +192,8 @@ void add_ratios(CaseResult& r, const MachineReferences& refs,
   const double memory_s = bytes / (r.read_bw_gbps * 1e9);
   const double compute_s = 2.0 * static_cast<double>(r.m) * static_cast<double>(r.n) *
                            static_cast<double>(r.k) / (compute_peak * 1e9);
-  if (std::isfinite(memory_s) && memory_s > 0) {
+  // Attention reads a KV cache, not weights and activations: no roofline of this form.
+  if (r.kind != "attention" && std::isfinite(memory_s) && memory_s > 0) {
     // No compute probe for this CPU (NaN): the memory term alone.
     r.compute_bound = std::isfinite(compute_s) && compute_s > memory_s;
     r.roofline_seconds = r.compute_bound ? compute_s : memory_s;
