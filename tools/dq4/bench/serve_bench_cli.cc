@@ -112,10 +112,6 @@ int run_serve_bench_cli(int argc, char** argv, int first) {
 
   const bool as_json = args.flag("json");
   nlohmann::json all = nlohmann::json::array();
-  if (!as_json)
-    std::printf("%-6s %-7s %5s %4s %9s %8s %9s %9s %9s %9s %9s %9s\n", "conc", "rate", "done",
-                "fail", "out tok/s", "req/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
-                "ITL p50", "ITL p99");
   for (const auto& [concurrency, rate] : runs) {
     o.concurrency = concurrency;
     o.request_rate = rate;
@@ -125,6 +121,10 @@ int run_serve_bench_cli(int argc, char** argv, int first) {
       all.push_back(result_json(r));
       continue;
     }
+    if (&concurrency == &runs.front().first)
+      std::printf("%-6s %-7s %5s %4s %9s %8s %9s %9s %9s %9s %9s %9s\n", "conc", "rate", "done",
+                  "fail", "out tok/s", "req/s", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99",
+                  "ITL p50", "ITL p99");
     std::printf(
         "%-6d %-7s %5lld %4lld %9.1f %8.2f %7.1fms %7.1fms %7.1fms %7.1fms %7.1fms %7.1fms\n",
         r.concurrency, rate > 0 ? std::to_string(rate).substr(0, 6).c_str() : "-",
