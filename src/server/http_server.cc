@@ -130,6 +130,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void on_header(error_code ec) {
+    if (lingering_) return discard_input();
     if (ec) return on_read_error(ec);
     auto& message = parser_->get();
     if (beast::iequals(message[http::field::expect], "100-continue") && !exchange_) {
@@ -142,6 +143,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void on_read(error_code ec) {
     reading_ = false;
+    if (lingering_) return discard_input();
     if (ec) return on_read_error(ec);
     read_timer_.cancel();
     auto message = parser_->release();
@@ -162,6 +164,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void on_read_error(error_code ec) {
     reading_ = false;
+    if (lingering_) return discard_input();
     const bool http_error =
         ec.category() == http::make_error_code(http::error::body_limit).category();
     if (!http_error || ec == http::error::end_of_stream || ec == http::error::partial_message)
@@ -190,6 +193,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::optional<HttpResponse> error;  // a request that could not be read: answer and close
   };
 
+  // Closing after a response: the write side first, then what the client still sends is read
+  // and dropped for a moment, so that closing with unread data (which resets the connection)
+  // cannot destroy the response before the client reads it (e.g. a 413 to a large upload).
+  void linger() {
+    lingering_ = true;
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    read_timer_.expires_after(std::chrono::seconds(2));
+    read_timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) self->close();
+    });
+    if (reading_)
+      socket_.cancel(ignored);  // its handler discards
+    else
+      discard_input();
+  }
+  void discard_input() {
+    reading_ = false;
+    if (closed_) return;
+    scratch_.resize(16384);
+    socket_.async_read_some(net::buffer(scratch_),
+                            [self = shared_from_this()](error_code ec, size_t n) {
+                              self->discarded_ += n;
+                              if (ec || self->discarded_ > (64u << 20)) return self->close();
+                              self->discard_input();
+                            });
+  }
+
   void dispatch(Pending next);
   void write(std::string data, bool last);
   void do_write();
@@ -212,6 +243,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   net::steady_timer read_timer_, write_timer_;
   bool reading_ = false, writing_ = false, closed_ = false;
   bool closing_ = false;  // close once the current exchange is written
+  bool lingering_ = false;
+  std::vector<char> scratch_;
+  size_t discarded_ = 0;
   std::shared_ptr<ConnectionExchange> exchange_;
   bool exchange_written_ = false;  // its last bytes are queued
   bool exchange_keep_alive_ = true;
@@ -365,11 +399,7 @@ void Connection::finish_exchange() {
   exchange_.reset();
   self_.reset();
   server_->active_exchanges--;
-  if (!keep_alive) {
-    error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
-    return close();
-  }
+  if (!keep_alive) return linger();
   if (next_) {
     Pending next = std::move(*next_);
     next_.reset();
