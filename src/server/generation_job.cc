@@ -85,6 +85,7 @@ void GenerationJob::on_output(size_t prompt, RequestOutput&& output) {
 }
 
 void GenerationJob::process(size_t prompt, RequestOutput& output) {
+  if (output.error && !error_) error_ = output.error;
   const bool chat = shape_.header.endpoint == Endpoint::chat;
   for (ChoiceDelta& delta : output.choices) {
     const size_t index = prompt * size_t(shape_.n) + size_t(delta.index);
@@ -133,7 +134,12 @@ void GenerationJob::finish() {
     total.cached_prompt_tokens += u.cached_prompt_tokens;
   }
   mark_done();
+  // The engine failed to run a step of this request: 500, or an error event ending the stream.
+  const std::optional<ApiError> failure =
+      error_ ? std::optional<ApiError>(ApiError(500, "generation failed: " + *error_))
+             : std::nullopt;
   if (shape_.stream) {
+    if (failure) send(json::parse(failure->body()));
     if (shape_.include_usage) {
       json chunk = response_object(shape_.header, true);
       chunk["choices"] = json::array();
@@ -144,6 +150,7 @@ void GenerationJob::finish() {
     exchange_->end();
     return;
   }
+  if (failure) return exchange_->respond(failure->response());
   const bool chat = shape_.header.endpoint == Endpoint::chat;
   json response = response_object(shape_.header, false);
   json choices = json::array();

@@ -64,6 +64,7 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::vector<Choice> choices_;
   std::vector<Usage> usage_;
   size_t finished_ = 0;
+  std::optional<std::string> error_;  // the engine's, for the answer
   bool started_ = false, failed_ = false;
   std::atomic<bool> done_{false};
 };

@@ -75,11 +75,11 @@ void OpenAiService::handle(HttpRequest request, std::shared_ptr<Exchange> exchan
     }
     if (path == "/v1/completions") {
       require_method(request, "POST");
-      return completions(request, std::move(exchange));
+      return completions(request, exchange);  // not moved: the catch below answers
     }
     if (path == "/v1/chat/completions") {
       require_method(request, "POST");
-      return chat(request, std::move(exchange));
+      return chat(request, exchange);
     }
     if (path == "/tokenize") {
       require_method(request, "POST");

@@ -11,6 +11,7 @@ int run_quantize(int argc, char** argv, int first);
 int run_synth(int argc, char** argv, int first);
 int run_chat_template(int argc, char** argv, int first);
 int run_tokenize(int argc, char** argv, int first);
+int run_serve(int argc, char** argv, int first);
 int run_generate(int argc, char** argv, int first);
 int run_chat(int argc, char** argv, int first);
 int run_perplexity(int argc, char** argv, int first);
