@@ -13,6 +13,9 @@ packages=(
   libicu-dev                             # tokenizer Unicode normalization (NFC, NFKC, ...)
   g++-aarch64-linux-gnu qemu-user        # Arm cross build, run under qemu-aarch64
   clang libclang-rt-dev                  # libFuzzer targets (scripts/fuzz.sh)
+  libboost-dev                           # Boost.Beast/Asio (header-only): dq4 serve's HTTP server
+  haproxy                                # scripts/serve-cluster.sh: replicas behind a balancer
+  prometheus                             # promtool checks /metrics in the tests
 )
 # Node.js runs the reference implementations of the differential tests (tests/js). Debian's
 # packages only where no node/npm is installed yet (a NodeSource nodejs already bundles npm).

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -89,10 +92,13 @@ TEST(CliBench, JsonHasOneObjectPerCaseWithTheRequiredFields) {
   ASSERT_TRUE(cases.is_array());
   ASSERT_EQ(cases.size(), 8u);  // 2 shapes x 2 M x 2 groups x 1 thread count
   for (const auto& c : cases) {
-    for (const char* field : {"isa", "n", "k", "m", "group", "threads", "gflops", "weight_gbps",
-                              "bw_ratio", "peak_ratio", "speedup_vs_f32"})
+    for (const char* field :
+         {"isa", "n", "k", "m", "group", "threads", "gflops", "weight_gbps", "roofline_ratio",
+          "roofline_bound", "bw_ratio", "peak_ratio", "speedup_vs_f32"})
       EXPECT_TRUE(c.contains(field)) << field << " missing in " << c.dump();
     EXPECT_GT(c["gflops"].get<double>(), 0.0) << c.dump();
+    EXPECT_GT(c["roofline_ratio"].get<double>(), 0.0) << c.dump();
+    EXPECT_TRUE(c["roofline_bound"] == "memory" || c["roofline_bound"] == "compute") << c.dump();
     EXPECT_EQ(c["bw_ratio"].is_null(), c["m"].get<int>() > 4) << c.dump();
     EXPECT_TRUE(c["peak_ratio"].is_null()) << "M < 64 has no peak ratio: " << c.dump();
     EXPECT_GT(c["speedup_vs_f32"].get<double>(), 0.0) << c.dump();
@@ -119,9 +125,9 @@ TEST(CliBench, W4A16RowsAreComparedWithTheF32FmaPeak) {
 }
 
 TEST(CliBench, DenseRowsHaveTheSameFieldsWithoutGroups) {
-  const CliResult r = run(
-      "bench kernels --kind dense-bf16,dense-f32 --shapes 128x256 --m 1,64 --threads 1 "
-      "--min-time 0.002 --cold-mib 8 --json");
+  const CliResult r =
+      run("bench kernels --kind dense-bf16,dense-f32 --shapes 128x256 --m 1,64 --threads 1 "
+          "--min-time 0.002 --cold-mib 8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json cases = nlohmann::json::parse(r.out);
   ASSERT_EQ(cases.size(), 4u);  // 2 kinds x 2 M
@@ -138,6 +144,27 @@ TEST(CliBench, DenseRowsHaveTheSameFieldsWithoutGroups) {
   }
   EXPECT_LT(cases[0]["weight_bytes"].get<double>() * 1.9, cases[2]["weight_bytes"].get<double>())
       << "bf16 weights stay 2 bytes (f32: 4)";
+}
+
+TEST(CliBench, PlotWritesAnSvgRooflineWithAPointPerCase) {
+  const std::string path = ::testing::TempDir() + "dq4_cli_roofline.svg";
+  std::remove(path.c_str());
+  const CliResult r = run(std::string(kTinyBench) + " --no-baseline --threads 1 --plot " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream file(path);
+  const std::string svg((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << svg.substr(0, 100);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  size_t points = 0;
+  for (size_t at = svg.find("<circle cx"); at != std::string::npos;
+       at = svg.find("<circle cx", at + 1))
+    ++points;
+  EXPECT_EQ(points, 8u + 2u) << "8 cases and 2 legend marks (channelwise, G = 32)";
+  EXPECT_NE(svg.find("GB/s x intensity"), std::string::npos) << "the bandwidth limit is drawn";
+  std::remove(path.c_str());
+  const CliResult bad = run(std::string(kTinyBench) + " --no-baseline --plot /nonexistent/x.svg");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("/nonexistent/x.svg"), std::string::npos) << bad.err;
 }
 
 TEST(CliBench, TableRunsOnTheReferenceKernel) {

@@ -1,7 +1,10 @@
 #pragma once
 // One persistent pool of worker threads for the whole process. Work is a number of independent
-// tasks; the calling thread takes part, workers spin briefly between jobs (decode issues many
-// short jobs back to back) and then sleep. No thread is created per call.
+// tasks; the calling thread takes part. A forward pass issues many short jobs back to back, so
+// between jobs workers spin (for about 2 ms, kSpin in thread_pool.cc) and the hand-off of a job
+// costs one cache-line transfer each way; a pool left idle longer sleeps. A worker that has not
+// joined a job by the time the caller runs out of tasks is not waited for (on a busy host it may
+// not be running at all). No thread is created per call.
 
 #include <atomic>
 #include <condition_variable>
@@ -32,24 +35,30 @@ class ThreadPool {
   void run(int64_t tasks, const std::function<void(int64_t)>& task, int max_threads = 0);
 
  private:
-  void worker_loop(int index);
+  void worker_loop();
   void drain_tasks();
+  // Waits for a job of a generation other than `seen` and returns its word.
+  uint64_t wait_for_job(uint64_t seen);
 
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
   std::mutex run_mutex_;  // one job at a time
 
-  // The job being run; written by run() before the generation is bumped.
+  // The job being run; written by run() before its word is published.
   const std::function<void(int64_t)>* task_ = nullptr;
   int64_t task_count_ = 0;
-  int job_threads_ = 0;
-  std::atomic<int64_t> next_task_{0};
-  std::atomic<int> busy_workers_{0};
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stop_{false};
   std::exception_ptr error_;
   std::mutex error_mutex_;
+  // Each on its own cache line: the task counter is hit by every thread, the job word and the
+  // count of finished workers cross between the caller and the workers once per job.
+  alignas(64) std::atomic<int64_t> next_task_{0};
+  // generation, threads taking part, closed (no more workers may join), workers joined
+  alignas(64) std::atomic<uint64_t> job_{0};
+  alignas(64) std::atomic<int> finished_workers_{0};
+  // Sleeping workers wait on `wake_`; run() takes `sleep_mutex_` only when some are asleep.
+  alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
 };
 
 }  // namespace dq4

@@ -8,7 +8,8 @@
 // in KleidiAI's exact epilogue order (shared/docs/checkpoint-format-and-math.md §6). Every kernel
 // variant returns bit-identical results to the scalar reference and for any number of threads.
 //
-// Usage: pack the weights once with pack(), then call matmul() as often as needed.
+// Usage: pack the weights once with pack(), then call matmul() as often as needed; an input that
+// several weights multiply can be quantized once (QuantizedActivations).
 
 #include <cfloat>
 #include <cstdint>
@@ -86,7 +87,8 @@ inline PackedWeights pack(const WeightSource& source) { return pack(source, defa
 using MatmulArgs = ::dq4::MatmulArgs;  // shared by every kernel family
 
 // Y = clamp(qai8dx(X) . W^T + bias). Throws dq4::Error on invalid arguments (including non-finite
-// activations). Reuses a per-thread scratch buffer for the quantized activations.
+// activations). Reuses a per-thread scratch buffer for the quantized activations. To multiply one
+// input by several weights, quantize it once: quantize_activations() below.
 void matmul(const PackedWeights& weights, const MatmulArgs& args);
 
 // The per-row activation quantization (qai8dx), exposed for tests and tools: returns the int8
@@ -97,5 +99,40 @@ struct QuantizedRow {
   float recip_scale = 0;  // (rmax - rmin) / 255, the dequantization multiplier
 };
 QuantizedRow quantize_row(const float* x, int64_t k);
+
+// Activations quantized once (qai8dx per row, as KleidiAI packs its qai8dxp LHS once for many
+// RHS) for any number of matmuls with weights of the same k, whatever their kernel or group size:
+// the int8 rows, their zero points and scales, and the sum of every 32-k block, from which the
+// sums of each group size (and channelwise) follow exactly. matmul() on these gives the very bits
+// matmul() on the f32 rows gives. Reusable: quantize_activations() keeps the memory it has.
+class QuantizedActivations {
+ public:
+  int64_t m() const { return m_; }
+  int64_t k() const { return k_; }
+  // Row r as quantize_row() returns it.
+  QuantizedRow row(int64_t r) const;
+
+ private:
+  friend void quantize_checked(const std::string&, const float*, int64_t, int64_t, int64_t,
+                               QuantizedActivations&, ThreadPool*, int, const Kernel*);
+  friend void matmul(const PackedWeights&, const QuantizedActivations&, const MatmulArgs&);
+  AlignedBuffer data_;
+  int64_t m_ = 0, k_ = 0;
+  int64_t ldq_ = 0, blocks_ = 0;  // row stride of the int8 values (k rounded up to 32); k blocks
+  size_t recip_offset_ = 0, zp_offset_ = 0, sums_offset_ = 0;
+};
+
+// Quantizes x[m, k] (row stride ldx >= k) into `out`, the rows split over at most `max_threads`
+// threads of `pool` (default: the global pool, all threads), with `kernel`'s vector code (default:
+// default_kernel(); every kernel gives the same bits). Throws dq4::Error for invalid arguments and
+// for a row holding a NaN or infinite value (naming the row).
+void quantize_activations(const float* x, int64_t m, int64_t k, int64_t ldx,
+                          QuantizedActivations& out, ThreadPool* pool = nullptr,
+                          int max_threads = 0, const Kernel* kernel = nullptr);
+
+// Y = clamp(x . W^T + bias) on activations quantized by quantize_activations(): `args` as for
+// matmul() but args.x and args.ldx are not used (may be null / 0) and args.m must equal x.m().
+// Throws dq4::Error on invalid arguments, e.g. x.k() != weights.k().
+void matmul(const PackedWeights& weights, const QuantizedActivations& x, const MatmulArgs& args);
 
 }  // namespace dq4::w4a8

@@ -78,10 +78,18 @@ void check_matmul_args(std::string_view function, bool packed, int64_t n, int64_
   if (a.y == nullptr) throw Error(f + "y is null");
   if (reinterpret_cast<uintptr_t>(a.x) % alignof(float) != 0)
     throw Error(f + "x is not aligned to 4 bytes");
-  if (reinterpret_cast<uintptr_t>(a.y) % alignof(float) != 0)
-    throw Error(f + "y is not aligned to 4 bytes");
   if (a.ldx < k)
     throw Error(f + "ldx " + std::to_string(a.ldx) + " is smaller than k " + std::to_string(k));
+  check_output_args(function, packed, n, a);
+}
+
+void check_output_args(std::string_view function, bool packed, int64_t n, const MatmulArgs& a) {
+  const std::string f = std::string(function) + ": ";
+  if (!packed) throw Error(f + "weights are empty (not packed)");
+  if (a.m <= 0) throw Error(f + "m must be positive, got " + std::to_string(a.m));
+  if (a.y == nullptr) throw Error(f + "y is null");
+  if (reinterpret_cast<uintptr_t>(a.y) % alignof(float) != 0)
+    throw Error(f + "y is not aligned to 4 bytes");
   if (a.ldy < n)
     throw Error(f + "ldy " + std::to_string(a.ldy) + " is smaller than n " + std::to_string(n));
   if (std::isnan(a.min) || std::isnan(a.max) || a.min > a.max)

@@ -83,6 +83,8 @@ const Kernel& select_from_environment(std::string_view family,
 // weights [n, k] (`packed` false: the weights were never packed).
 void check_matmul_args(std::string_view function, bool packed, int64_t n, int64_t k,
                        const MatmulArgs& args);
+// The same checks but of args.x and args.ldx, for a matmul whose input comes quantized.
+void check_output_args(std::string_view function, bool packed, int64_t n, const MatmulArgs& args);
 
 // The output split into row_tiles x panel_tiles tiles: up to row_block rows x a contiguous range
 // of panels (a contiguous byte range of the weights), enough tiles to balance `threads`.

@@ -1,5 +1,6 @@
 #include "dq4/thread_pool.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -24,8 +25,22 @@ inline void cpu_relax() {
 // waiting for workers that may all be busy with the outer job.
 thread_local bool in_pool_task = false;
 
-// Spinning this long between jobs covers the gap between the matmuls of one decode step.
-constexpr int kSpinIterations = 20000;
+// Workers spin this long after a job before they sleep: a decode step's jobs come a few to a few
+// hundred microseconds apart, and waking a sleeping thread costs tens of microseconds.
+constexpr auto kSpin = std::chrono::milliseconds(2);
+// The caller spins this long for the workers to finish before it yields its CPU: on a busy host
+// a worker may have been descheduled mid-task.
+constexpr auto kFinishSpin = std::chrono::microseconds(200);
+// Iterations between two looks at the clock while spinning.
+constexpr int kSpinBatch = 64;
+
+// The job word: generation << 33 | threads taking part << 17 | closed << 16 | workers joined.
+constexpr int kGenerationShift = 33, kThreadsShift = 17;
+constexpr uint64_t kClosed = uint64_t{1} << 16, kJoinedMask = kClosed - 1;
+constexpr int kMaxThreads = 4096;
+
+uint64_t generation_of(uint64_t job) { return job >> kGenerationShift; }
+int threads_of(uint64_t job) { return static_cast<int>((job >> kThreadsShift) & 0xffff); }
 
 int threads_from_environment() {
   if (const char* env = std::getenv("DQ4_THREADS")) {
@@ -42,16 +57,18 @@ int threads_from_environment() {
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  if (threads < 1) throw Error("ThreadPool: threads must be >= 1, got " + std::to_string(threads));
+  if (threads < 1 || threads > kMaxThreads)
+    throw Error("ThreadPool: threads must be in [1, " + std::to_string(kMaxThreads) + "], got " +
+                std::to_string(threads));
   workers_.reserve(threads - 1);
-  for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 0; i < threads - 1; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_.store(true);
-    generation_.fetch_add(1);
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    job_.fetch_add(uint64_t{1} << kGenerationShift);
   }
   wake_.notify_all();
   for (auto& worker : workers_) worker.join();
@@ -79,23 +96,41 @@ void ThreadPool::drain_tasks() {
   }
 }
 
-void ThreadPool::worker_loop(int index) {
+uint64_t ThreadPool::wait_for_job(uint64_t seen) {
+  using Clock = std::chrono::steady_clock;
+  const auto spin_end = Clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < kSpinBatch; ++i) {
+      const uint64_t job = job_.load(std::memory_order_acquire);
+      if (generation_of(job) != seen) return job;
+      cpu_relax();
+    }
+    if (Clock::now() >= spin_end) break;
+  }
+  // Announce the sleep before the last look at the job word; run() publishes the word before it
+  // looks at sleepers_ (both sequentially consistent), so one of the two sees the other.
+  std::unique_lock<std::mutex> lock(sleep_mutex_);
+  sleepers_.fetch_add(1);
+  wake_.wait(lock, [&] { return generation_of(job_.load()) != seen; });
+  sleepers_.fetch_sub(1);
+  return job_.load(std::memory_order_acquire);
+}
+
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
-    uint64_t current = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; current == seen && spin < kSpinIterations; ++spin) {
-      cpu_relax();
-      current = generation_.load(std::memory_order_acquire);
-    }
-    if (current == seen) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-      current = generation_.load(std::memory_order_acquire);
-    }
-    seen = current;
+    uint64_t job = wait_for_job(seen);
     if (stop_.load()) return;
-    if (index + 1 < job_threads_) drain_tasks();
-    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    seen = generation_of(job);
+    // Join the job unless the caller has closed it (it ran out of tasks first) or enough workers
+    // have joined; the caller waits only for those that joined.
+    bool joined = false;
+    while (!joined && generation_of(job) == seen && (job & kClosed) == 0 &&
+           static_cast<int>(job & kJoinedMask) + 1 < threads_of(job))
+      joined = job_.compare_exchange_weak(job, job + 1, std::memory_order_acq_rel);
+    if (!joined) continue;
+    drain_tasks();
+    finished_workers_.fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -109,23 +144,30 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& task, in
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   task_ = &task;
   task_count_ = tasks;
-  job_threads_ = threads;
   error_ = nullptr;
   next_task_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
+  finished_workers_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = generation_of(job_.load(std::memory_order_relaxed)) + 1;
+  job_.store(generation << kGenerationShift | static_cast<uint64_t>(threads) << kThreadsShift);
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(sleep_mutex_); }  // a worker between its check and wait
+    wake_.notify_all();
   }
-  wake_.notify_all();
   drain_tasks();
-  // A worker may have been descheduled mid-task on a busy host: after a short spin, give up the
-  // CPU so that it can finish instead of burning its time slice.
-  for (int spin = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < kSpinIterations)
+  // No task is left to start: close the job, so that a worker that has not joined yet (on a busy
+  // host it may not even be running) is not waited for, and wait for those that joined.
+  const int joined =
+      static_cast<int>(job_.fetch_or(kClosed, std::memory_order_acq_rel) & kJoinedMask);
+  using Clock = std::chrono::steady_clock;
+  const auto spin_end = Clock::now() + kFinishSpin;
+  bool spinning = true;
+  while (finished_workers_.load(std::memory_order_acquire) != joined) {
+    if (spinning) {
       cpu_relax();
-    else
+      spinning = Clock::now() < spin_end;
+    } else {
       std::this_thread::yield();
+    }
   }
   task_ = nullptr;
   if (error_) std::rethrow_exception(error_);

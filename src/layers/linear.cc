@@ -198,6 +198,9 @@ std::string Linear::description() const {
 void Linear::forward(const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy,
                      ThreadPool* pool) const {
   if (parts_.empty()) throw Error("Linear::forward: the layer holds no weights");
+  // W4A8 parts (of different group sizes) share the input: it is quantized once for all of them.
+  thread_local w4a8::QuantizedActivations quantized;
+  bool quantized_here = false;
   for (const auto& part : parts_) {
     MatmulArgs args;
     args.m = m;
@@ -209,9 +212,12 @@ void Linear::forward(const float* x, int64_t m, int64_t ldx, float* y, int64_t l
     std::visit(
         [&](const auto& w) {
           using W = std::decay_t<decltype(w)>;
-          if constexpr (std::is_same_v<W, w4a8::PackedWeights>)
-            w4a8::matmul(w, args);
-          else if constexpr (std::is_same_v<W, w4a16::PackedWeights>)
+          if constexpr (std::is_same_v<W, w4a8::PackedWeights>) {
+            if (!quantized_here)
+              w4a8::quantize_activations(x, m, in_features_, ldx, quantized, pool, 0, &w.kernel());
+            quantized_here = true;
+            w4a8::matmul(w, quantized, args);
+          } else if constexpr (std::is_same_v<W, w4a16::PackedWeights>)
             w4a16::matmul(w, args);
           else
             dense::matmul(w, args);

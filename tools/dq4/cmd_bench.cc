@@ -5,6 +5,7 @@
 
 #include "bench/kernel_bench.h"
 #include "bench/model_bench.h"
+#include "bench/serve_bench_cli.h"
 #include "bench/tokenizer_bench.h"
 #include "commands.h"
 #include "dq4/error.h"
@@ -26,6 +27,8 @@ const Kind kKinds[] = {
      bench::run_model_bench},
     {"tokenizer", "tokenizer encode MB/s on English and code, vs Hugging Face tokenizers",
      bench::run_tokenizer_bench},
+    {"serve", "a running OpenAI-compatible server: TTFT, TPOT, ITL, tokens/s over concurrency",
+     bench::run_serve_bench_cli},
 };
 
 void print_usage(std::FILE* out) {

@@ -12,6 +12,7 @@ int run_synth(int argc, char** argv, int first);
 int run_export_gguf(int argc, char** argv, int first);
 int run_chat_template(int argc, char** argv, int first);
 int run_tokenize(int argc, char** argv, int first);
+int run_serve(int argc, char** argv, int first);
 int run_generate(int argc, char** argv, int first);
 int run_chat(int argc, char** argv, int first);
 int run_perplexity(int argc, char** argv, int first);

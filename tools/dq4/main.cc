@@ -33,6 +33,8 @@ const Command kCommands[] = {
      dq4::cli::run_chat_template},
     {"tokenize", "tokenize stdin (or decode ids) with a model's tokenizer.json",
      dq4::cli::run_tokenize},
+    {"serve", "serve a model over HTTP with OpenAI's API (completions, chat, metrics)",
+     dq4::cli::run_serve},
     {"bench", "benchmarks (dq4 bench kernels: the W4A8 matmul kernels)", dq4::cli::run_bench},
 };
 

@@ -1,4 +1,5 @@
-// matmul(): argument checks, activation quantization and the split of work over the pool.
+// matmul(): argument checks, activation quantization (once per input, QuantizedActivations) and
+// the split of work over the pool.
 
 #include <algorithm>
 #include <cmath>
@@ -14,54 +15,138 @@
 namespace dq4::w4a8 {
 namespace {
 
-// Scratch for the quantized activations, grown as needed and reused by later calls.
-struct Scratch {
-  AlignedBuffer buffer;
-  QuantizedLhs lhs;
+// Activation sums are kept per block of this many k: every group size is a multiple of it.
+constexpr int64_t kSumBlock = 32;
 
-  void prepare(int64_t m, const Layout& l) {
-    const size_t q_bytes = static_cast<size_t>(round_up(m * l.kp, 64));
-    const size_t row_bytes = static_cast<size_t>(round_up(m * 4, 64));
-    const size_t sum_bytes = static_cast<size_t>(round_up(m * l.groups * 4, 64));
-    const size_t total = q_bytes + 2 * row_bytes + sum_bytes;
-    if (buffer.size() < total) buffer = AlignedBuffer(total);
-    uint8_t* p = buffer.data();
-    lhs.q = reinterpret_cast<int8_t*>(p);
-    lhs.ldq = l.kp;
-    lhs.recip = reinterpret_cast<float*>(p + q_bytes);
-    lhs.zp = reinterpret_cast<int32_t*>(p + q_bytes + row_bytes);
-    lhs.asum = reinterpret_cast<int32_t*>(p + q_bytes + 2 * row_bytes);
-    lhs.groups = l.groups;
-  }
-};
+// The layout quantization runs in: one "group" per 32-k block (a single one when k <= 32), so
+// the kernels' per-group sums are the block sums.
+Layout block_layout(int64_t k, const Kernel& kernel) {
+  return make_layout(1, k, k > kSumBlock ? kSumBlock : 0, kernel.nr);
+}
 
-}  // namespace
+int threads_of(ThreadPool& pool, int max_threads) {
+  return max_threads > 0 ? std::min(max_threads, pool.size()) : pool.size();
+}
 
-void matmul(const PackedWeights& w, const MatmulArgs& a) {
-  kernels::check_matmul_args("w4a8::matmul", w.data() != nullptr, w.n(), w.k(), a);
-  const Kernel& kernel = w.kernel();
-  const Layout l = make_layout(w.n(), w.k(), w.group_size(), kernel.nr);
-  ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
-  const int threads = a.max_threads > 0 ? std::min(a.max_threads, pool.size()) : pool.size();
-
-  thread_local Scratch scratch;
-  scratch.prepare(a.m, l);
-  const QuantizedLhs& lhs = scratch.lhs;
-
-  // Quantize every row once, rows split over the threads.
-  const int64_t row_tasks = std::min<int64_t>(a.m, threads);
+void quantize_into(std::string_view function, const float* x, int64_t m, int64_t k, int64_t ldx,
+                   QuantizedLhs lhs, ThreadPool& pool, int threads, const Kernel& kernel) {
+  const Layout l = block_layout(k, kernel);
+  const int64_t row_tasks = std::min<int64_t>(m, threads);
   std::vector<int64_t> bad_row(static_cast<size_t>(row_tasks), -1);
   pool.run(
       row_tasks,
       [&](int64_t t) {
-        const int64_t m0 = a.m * t / row_tasks, m1 = a.m * (t + 1) / row_tasks;
-        bad_row[t] = kernel.quantize(a.x, a.ldx, m0, m1, l, lhs);
+        const int64_t m0 = m * t / row_tasks, m1 = m * (t + 1) / row_tasks;
+        bad_row[t] = kernel.quantize(x, ldx, m0, m1, l, lhs);
       },
       threads);
   for (int64_t row : bad_row)
     if (row >= 0)
-      throw Error("w4a8::matmul: activation row " + std::to_string(row) +
+      throw Error(std::string(function) + ": activation row " + std::to_string(row) +
                   " holds a NaN or infinite value");
+}
+
+// The per-group activation sums layout `l` needs, from the block sums of `x` (no copy for G = 32).
+const int32_t* group_sums(const Layout& l, const int32_t* block_sums, int64_t m, int64_t blocks) {
+  if (l.groups == blocks) return block_sums;  // G = 32, or a single block
+  thread_local std::vector<int32_t> sums;
+  sums.resize(static_cast<size_t>(m * l.groups));
+  const int64_t per_group = l.channelwise ? blocks : l.group / kSumBlock;
+  for (int64_t r = 0; r < m; ++r) {
+    const int32_t* row = block_sums + r * blocks;
+    for (int64_t g = 0; g < l.groups; ++g) {
+      const int64_t b1 = std::min(blocks, (g + 1) * per_group);
+      int32_t total = 0;
+      for (int64_t b = g * per_group; b < b1; ++b) total += row[b];
+      sums[r * l.groups + g] = total;
+    }
+  }
+  return sums.data();
+}
+
+}  // namespace
+
+QuantizedRow QuantizedActivations::row(int64_t r) const {
+  if (r < 0 || r >= m_)
+    throw Error("QuantizedActivations::row: row " + std::to_string(r) + " out of [0, " +
+                std::to_string(m_) + ")");
+  const int8_t* q = reinterpret_cast<const int8_t*>(data_.data()) + r * ldq_;
+  QuantizedRow out;
+  out.q.assign(q, q + k_);
+  out.zero_point = reinterpret_cast<const int32_t*>(data_.data() + zp_offset_)[r];
+  out.recip_scale = reinterpret_cast<const float*>(data_.data() + recip_offset_)[r];
+  return out;
+}
+
+// quantize_activations() for `function` (named in errors).
+void quantize_checked(const std::string& f, const float* x, int64_t m, int64_t k, int64_t ldx,
+                      QuantizedActivations& out, ThreadPool* pool, int max_threads,
+                      const Kernel* kernel) {
+  if (x == nullptr) throw Error(f + ": x is null");
+  if (m <= 0) throw Error(f + ": m must be positive, got " + std::to_string(m));
+  if (k <= 0 || k > kMaxK) throw Error(f + ": k out of range: " + std::to_string(k));
+  if (ldx < k)
+    throw Error(f + ": ldx " + std::to_string(ldx) + " is smaller than k " + std::to_string(k));
+  if (max_threads < 0)
+    throw Error(f + ": max_threads must be >= 0, got " + std::to_string(max_threads));
+  const Kernel& quantizer = kernel != nullptr ? *kernel : default_kernel();
+  ThreadPool& p = pool != nullptr ? *pool : ThreadPool::global();
+
+  const int64_t ldq = round_up(k, kSumBlock), blocks = ldq / kSumBlock;
+  const size_t q_bytes = static_cast<size_t>(round_up(m * ldq, 64));
+  const size_t row_bytes = static_cast<size_t>(round_up(m * 4, 64));
+  const size_t sum_bytes = static_cast<size_t>(round_up(m * blocks * 4, 64));
+  const size_t total = q_bytes + 2 * row_bytes + sum_bytes;
+  if (out.data_.size() < total) out.data_ = AlignedBuffer(total);
+  out.m_ = 0;  // empty until quantized
+  out.k_ = k;
+  out.ldq_ = ldq;
+  out.blocks_ = blocks;
+  out.recip_offset_ = q_bytes;
+  out.zp_offset_ = q_bytes + row_bytes;
+  out.sums_offset_ = q_bytes + 2 * row_bytes;
+  uint8_t* base = out.data_.data();
+  QuantizedLhs lhs;
+  lhs.q = reinterpret_cast<int8_t*>(base);
+  lhs.ldq = ldq;
+  lhs.recip = reinterpret_cast<float*>(base + out.recip_offset_);
+  lhs.zp = reinterpret_cast<int32_t*>(base + out.zp_offset_);
+  lhs.asum = reinterpret_cast<int32_t*>(base + out.sums_offset_);
+  lhs.groups = blocks;
+  quantize_into(f, x, m, k, ldx, lhs, p, threads_of(p, max_threads), quantizer);
+  out.m_ = m;
+}
+
+void quantize_activations(const float* x, int64_t m, int64_t k, int64_t ldx,
+                          QuantizedActivations& out, ThreadPool* pool, int max_threads,
+                          const Kernel* kernel) {
+  quantize_checked("w4a8::quantize_activations", x, m, k, ldx, out, pool, max_threads, kernel);
+}
+
+void matmul(const PackedWeights& w, const QuantizedActivations& x, const MatmulArgs& a) {
+  const std::string f = "w4a8::matmul";
+  kernels::check_output_args(f, w.data() != nullptr, w.n(), a);
+  if (x.m() == 0) throw Error(f + ": the activations are empty (not quantized)");
+  if (x.m() != a.m)
+    throw Error(f + ": m " + std::to_string(a.m) + " differs from the " + std::to_string(x.m()) +
+                " rows of the quantized activations");
+  if (x.k() != w.k())
+    throw Error(f + ": the activations have k " + std::to_string(x.k()) + ", the weights k " +
+                std::to_string(w.k()));
+  const Kernel& kernel = w.kernel();
+  const Layout l = make_layout(w.n(), w.k(), w.group_size(), kernel.nr);
+  ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
+  const int threads = threads_of(pool, a.max_threads);
+
+  const uint8_t* base = x.data_.data();
+  QuantizedLhs lhs;
+  lhs.q = const_cast<int8_t*>(reinterpret_cast<const int8_t*>(base));
+  lhs.ldq = x.ldq_;
+  lhs.recip = const_cast<float*>(reinterpret_cast<const float*>(base + x.recip_offset_));
+  lhs.zp = const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.zp_offset_));
+  lhs.asum = const_cast<int32_t*>(
+      group_sums(l, reinterpret_cast<const int32_t*>(base + x.sums_offset_), x.m(), x.blocks_));
+  lhs.groups = l.groups;
 
   // Output tiles: up to 128 rows x a range of panels; enough tiles to balance the threads,
   // each tile a contiguous byte range of the weights.
@@ -84,20 +169,20 @@ void matmul(const PackedWeights& w, const MatmulArgs& a) {
       threads);
 }
 
+void matmul(const PackedWeights& w, const MatmulArgs& a) {
+  kernels::check_matmul_args("w4a8::matmul", w.data() != nullptr, w.n(), w.k(), a);
+  thread_local QuantizedActivations x;  // reused by later calls of this thread
+  quantize_checked("w4a8::matmul", a.x, a.m, w.k(), a.ldx, x, a.pool, a.max_threads, &w.kernel());
+  matmul(w, x, a);
+}
+
 QuantizedRow quantize_row(const float* x, int64_t k) {
   if (x == nullptr) throw Error("w4a8::quantize_row: x is null");
   if (k <= 0 || k > kMaxK) throw Error("w4a8::quantize_row: k out of range: " + std::to_string(k));
   extern const Kernel kReferenceKernel;
-  const Layout l = make_layout(1, k, 0, kReferenceKernel.nr);
-  Scratch scratch;
-  scratch.prepare(1, l);
-  if (kReferenceKernel.quantize(x, k, 0, 1, l, scratch.lhs) >= 0)
-    throw Error("w4a8::quantize_row: the row holds a NaN or infinite value");
-  QuantizedRow out;
-  out.q.assign(scratch.lhs.q, scratch.lhs.q + k);
-  out.zero_point = scratch.lhs.zp[0];
-  out.recip_scale = scratch.lhs.recip[0];
-  return out;
+  QuantizedActivations q;
+  quantize_checked("w4a8::quantize_row", x, 1, k, k, q, nullptr, 1, &kReferenceKernel);
+  return q.row(0);
 }
 
 }  // namespace dq4::w4a8

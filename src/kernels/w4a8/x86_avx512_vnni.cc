@@ -287,9 +287,15 @@ int64_t unpacked_bytes(const Layout& l) {
   return ((l.groups - 1) * l.full_group_steps + l.last_group_steps) * kNr * 8;
 }
 
+// Decode batches up to this many rows are bound by memory: each 4-row tile runs the decode tile
+// (unpacking in its loop) so that the first one streams the panel with prefetch and the others
+// re-read it from L1/L2 while the next panel's lines are on their way. Unpacking into scratch
+// first would stream the panel without overlapping the arithmetic.
+constexpr int64_t kBatchRows = 16;
+
 int64_t scratch_bytes(const Layout& l, int64_t rows) {
   const int64_t bytes = unpacked_bytes(l);
-  return rows > 4 && bytes <= kMaxUnpackedBytes ? bytes : 0;
+  return rows > kBatchRows && bytes <= kMaxUnpackedBytes ? bytes : 0;
 }
 
 // The prefill tiles of rows [m0, m1) over one panel, from its nibbles or (kUnpacked) its planes.
@@ -313,8 +319,12 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
-    if (m1 - m0 <= 4) {  // decode: one pass over the whole panel streamed from memory
-      tile_rows<4, kVectors, true>(l, panel, nullptr, lhs, m0, m1 - m0, y, ldy, n0, lo, hi);
+    if (m1 - m0 <= kBatchRows) {  // decode: the panel streamed from memory once for all rows
+      tile_rows<4, kVectors, true>(l, panel, nullptr, lhs, m0, std::min<int64_t>(4, m1 - m0), y,
+                                   ldy, n0, lo, hi);
+      for (int64_t m = m0 + 4; m < m1; m += 4)
+        tile_rows<4, kVectors, false>(l, panel, nullptr, lhs, m, std::min<int64_t>(4, m1 - m), y,
+                                      ldy, n0, lo, hi);
     } else if (scratch != nullptr) {
       unpack_panel(l, panel, scratch);
       prefill_panel<true>(l, panel, scratch, lhs, m0, m1, y, ldy, n0, lo, hi);

@@ -239,11 +239,11 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
-    if (m1 - m0 <= 4) {  // decode: one pass over the weights streamed from memory
-      tile_rows<Dot, true>(l, panel, lhs, m0, m1 - m0, y, ldy, n0, lo, hi);
-      continue;
-    }
-    for (int64_t m = m0; m < m1; m += 4)  // prefill: row tiles re-read the panel from L2
+    // Every 4-row tile reads the whole panel: the first streams it from memory (prefetching
+    // ahead, into the next panel), the others find it in L1/L2. Panel outer, rows inner: the
+    // weights are read from memory once for all rows.
+    tile_rows<Dot, true>(l, panel, lhs, m0, std::min<int64_t>(4, m1 - m0), y, ldy, n0, lo, hi);
+    for (int64_t m = m0 + 4; m < m1; m += 4)
       tile_rows<Dot, false>(l, panel, lhs, m, std::min<int64_t>(4, m1 - m), y, ldy, n0, lo, hi);
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -19,6 +20,7 @@
 #include "bench/probes.h"
 #include "bench/references.h"
 #include "bench/report.h"
+#include "bench/roofline_plot.h"
 #include "bench/test_weights.h"
 #include "bench/timing.h"
 #include "bench/w4a16_cases.h"
@@ -184,6 +186,19 @@ void add_ratios(CaseResult& r, const MachineReferences& refs,
     r.fma_peak_gflops = refs.fma_gflops(r.threads);
     if (r.m >= 64) r.peak_ratio = r.gflops / r.fma_peak_gflops;
   }
+  const double compute_peak = r.kind == "w4a8" ? r.int8_peak_gops : r.fma_peak_gflops;
+  const double bytes = static_cast<double>(r.weight_bytes) +
+                       static_cast<double>(r.m) * static_cast<double>(r.k) * sizeof(float);
+  const double memory_s = bytes / (r.read_bw_gbps * 1e9);
+  const double compute_s = 2.0 * static_cast<double>(r.m) * static_cast<double>(r.n) *
+                           static_cast<double>(r.k) / (compute_peak * 1e9);
+  // Attention reads a KV cache, not weights and activations: no roofline of this form.
+  if (r.kind != "attention" && std::isfinite(memory_s) && memory_s > 0) {
+    // No compute probe for this CPU (NaN): the memory term alone.
+    r.compute_bound = std::isfinite(compute_s) && compute_s > memory_s;
+    r.roofline_seconds = r.compute_bound ? compute_s : memory_s;
+    r.roofline_ratio = r.roofline_seconds / r.seconds.median;
+  }
   if (const auto it = f32_seconds.find({r.m, r.threads}); it != f32_seconds.end()) {
     r.f32_seconds = it->second;
     r.speedup_vs_f32 = it->second / r.seconds.median;
@@ -312,6 +327,8 @@ int run_kernel_bench(int argc, char** argv, int first) {
       "a paged F32 / BF16 KV cache: N = heads x head_dim, K = context, M = new tokens, wGB/s =\n"
       "keys and values read; bw_ratio for every M).\n"
       "Per case GFLOP/s (2MNK/t), packed-weight GB/s and, measured in the same run,\n"
+      "roofline_ratio = max((packed weights + f32 activations) / read bandwidth, 2MNK / compute\n"
+      "peak) / time, with the bound it is against (m: memory, c: compute),\n"
       "bw_ratio = weight GB/s / read bandwidth (M <= 4), peak_ratio = GFLOP/s / int8 dot peak\n"
       "(w4a8, M >= 64) or f32 FMA peak (w4a16, M >= 64), the speedup over OpenBLAS sgemv/sgemm on\n"
       "the same weights in f32, and for w4a8 and w4a16 at M = 1 the share of the per-call fixed\n"
@@ -346,6 +363,10 @@ int run_kernel_bench(int argc, char** argv, int first) {
   if (grid.has_kind("attention")) run_attention_kind(run);
 
   if (grid.json) print_json(stdout, run.results);
+  if (!grid.plot.empty()) {
+    write_roofline_svg(grid.plot, run.results);
+    std::fprintf(info, "roofline plot: %s\n", grid.plot.c_str());
+  }
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::fprintf(info, "%lld cases in %.1f s; load average now: %s\n",
                static_cast<long long>(grid.cases()), elapsed, load_average().c_str());

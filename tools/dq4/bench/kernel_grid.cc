@@ -1,6 +1,7 @@
 #include "bench/kernel_grid.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "bench/attention_cases.h"
@@ -10,20 +11,20 @@
 namespace dq4::cli::bench {
 namespace {
 
-// Llama-3.2-1B, Llama-3.2-3B and Llama-3.1-8B linear layers (q/o, k/v, gate/up, down) and the
-// 128256 x 2048 lm_head of the 1B model.
+// The matrices a model runs (q+k+v and gate+up fused, as Linear loads them): Llama-3.2-1B
+// q+k+v, o, gate+up, down; Llama-3.1-8B q+k+v, o, gate+up, down; the 1B model's lm_head.
+constexpr const char* kModelShapes1B = "3072x2048,2048x2048,16384x2048,2048x8192";
 constexpr const char* kFullShapes =
-    "2048x2048,512x2048,8192x2048,2048x8192,3072x3072,8192x3072,3072x8192,4096x4096,14336x4096,"
-    "4096x14336,"
+    "3072x2048,2048x2048,16384x2048,2048x8192,6144x4096,4096x4096,28672x4096,4096x14336,"
     "128256x2048";
 constexpr const char* kFullMs = "1,2,4,8,16,32,64,128,256,512";
 constexpr const char* kFullGroups = "0,32,128";
 constexpr const char* kFullMinTime = "0.1";
 
-// --quick: one 1B-model layer of each kind that matters most, decode-, batch- and prefill-sized M.
-constexpr const char* kQuickShapes = "2048x2048,2048x8192,8192x2048";
-constexpr const char* kQuickMs = "1,4,64,256";
-constexpr const char* kQuickGroups = "0,32,128";
+// --quick: the 1B model's layers at decode-, batch- and prefill-sized M.
+constexpr const char* kQuickShapes = kModelShapes1B;
+constexpr const char* kQuickMs = "1,4,16,64,256";
+constexpr const char* kQuickGroups = "0,32";
 constexpr const char* kQuickMinTime = "0.05";
 
 // The option's value, else `fallback`.
@@ -51,8 +52,10 @@ void declare_kernel_bench_options(Args& args) {
       .option("kind", "LIST", "kernel kinds to measure (default: all of " + kind_names() + ")")
       .option("json", "",
               "print one JSON array (an object per case) on stdout instead of the table")
-      .option("shapes", "NxK,...",
-              "weight shapes, N output channels x K inputs (default: Llama 1B/3B/8B and lm_head)")
+      .option(
+          "shapes", "NxK,...",
+          "weight shapes, N output channels x K inputs (default: the fused layers of Llama-3.2-1B "
+          "and Llama-3.1-8B, and the 1B lm_head)")
       .option("m", "LIST", std::string("activation rows (default: ") + kFullMs + ")")
       .option("group", "LIST",
               std::string("group sizes along K, 0 = channelwise (default: ") + kFullGroups + ")")
@@ -66,6 +69,9 @@ void declare_kernel_bench_options(Args& args) {
               std::string("time spent per case and operand, at least 3 calls (default: ") +
                   kFullMinTime + ")")
       .option("no-baseline", "", "skip the OpenBLAS f32 baseline")
+      .option("plot", "FILE.svg",
+              "also draw the roofline: GFLOP/s against M with the read-bandwidth and compute-peak "
+              "limits of the same run, one panel per thread count")
       .option("cold-mib", "MIB",
               "MiB the copies of each cold operand and the bandwidth probe cover (default: 4x the "
               "last-level cache)");
@@ -123,6 +129,12 @@ KernelGrid kernel_grid(const Args& args) {
   grid.quick = args.flag("quick");
   grid.json = args.flag("json");
   grid.baseline = !args.flag("no-baseline");
+  grid.plot = args.value("plot");
+  if (!grid.plot.empty()) {  // fail now rather than after the whole run
+    std::FILE* f = std::fopen(grid.plot.c_str(), "w");
+    if (f == nullptr) throw Error("option --plot: cannot open '" + grid.plot + "' for writing");
+    std::fclose(f);
+  }
   grid.shapes = parse_shapes(value_or(args, "shapes", grid.quick ? kQuickShapes : kFullShapes));
   grid.ms = parse_integer_list("m", value_or(args, "m", grid.quick ? kQuickMs : kFullMs));
   grid.groups =

@@ -41,6 +41,7 @@ struct KernelGrid {
   bool json = false;
   bool baseline = true;
   int64_t cold_mib = 0;  // bytes the copies of a cold operand fill; 0: 4x the last-level cache
+  std::string plot;      // --plot: SVG file of the roofline, or empty
 
   bool has_kind(const std::string& kind) const;
   bool has_matmul_kind() const;  // a kind measured over the shapes (all but attention)

@@ -30,8 +30,14 @@ struct CaseResult {
   double fma_peak_gflops = kNotApplicable;  // median of the f32 FMA peak probe (w4a16)
   double bw_ratio = kNotApplicable;         // weight_gbps / read_bw_gbps, for m <= 4
   double peak_ratio = kNotApplicable;       // gflops / the kind's peak, for m >= 64
-  double f32_seconds = kNotApplicable;      // median OpenBLAS time on the same weights in f32
-  double speedup_vs_f32 = kNotApplicable;   // f32_seconds / median time
+  // The time the machine allows, measured in the same run at the same thread count: the larger
+  // of (packed weights + f32 activations) / read bandwidth and 2mnk / the kind's compute peak
+  // (int8 dot for w4a8, f32 FMA for the others); roofline_ratio = that time / median time.
+  double roofline_seconds = kNotApplicable;
+  double roofline_ratio = kNotApplicable;
+  bool compute_bound = false;              // the compute term is the larger one
+  double f32_seconds = kNotApplicable;     // median OpenBLAS time on the same weights in f32
+  double speedup_vs_f32 = kNotApplicable;  // f32_seconds / median time
   // Per-call cost that does not grow with the weights (activation quantization + dispatch,
   // measured on one thread) and its share of the call, for m = 1.
   double fixed_seconds = kNotApplicable;

@@ -1,0 +1,509 @@
+#include "http_server.h"
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "api_error.h"
+#include "dq4/error.h"
+
+namespace dq4::server {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+
+std::string response_head(int status, const std::string& content_type,
+                          std::optional<size_t> content_length, bool chunked, bool keep_alive,
+                          const std::vector<std::pair<std::string, std::string>>& headers) {
+  std::string head = "HTTP/1.1 " + std::to_string(status) + " " +
+                     std::string(http::obsolete_reason(static_cast<http::status>(status))) +
+                     "\r\nContent-Type: " + content_type + "\r\n";
+  if (content_length) head += "Content-Length: " + std::to_string(*content_length) + "\r\n";
+  if (chunked) head += "Transfer-Encoding: chunked\r\n";
+  head += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  for (const auto& [name, value] : headers) head += name + ": " + value + "\r\n";
+  return head + "\r\n";
+}
+
+std::string chunk(const std::string& data) {
+  char size[24];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return size + data + "\r\n";
+}
+
+}  // namespace
+
+class Connection;
+
+struct HttpServer::Impl {
+  // Declared before the io_context: connections that its destructor destroys still use them.
+  HttpServerOptions options;
+  HttpHandler handler;
+  std::mutex mutex;
+  std::list<std::weak_ptr<Connection>> connections;
+  std::atomic<bool> draining{false};
+  std::atomic<int64_t> open_connections{0};
+  std::atomic<int64_t> active_exchanges{0};
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  net::steady_timer accept_retry{ioc};
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+  int port = 0;
+
+  void accept();
+  template <class F>
+  void for_each_connection(F f);
+};
+
+// One client connection. Everything but the Exchange methods runs on the connection's strand.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, HttpServer::Impl* server)
+      : socket_(std::move(socket)),
+        server_(server),
+        read_timer_(socket_.get_executor()),
+        write_timer_(socket_.get_executor()) {}
+  ~Connection() {
+    std::lock_guard lock(server_->mutex);
+    server_->connections.erase(registered_);
+    server_->open_connections--;
+  }
+
+  void start() {
+    {
+      std::lock_guard lock(server_->mutex);
+      registered_ = server_->connections.insert(server_->connections.end(), weak_from_this());
+    }
+    server_->open_connections++;
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      error_code ignored;
+      self->socket_.set_option(tcp::no_delay(true), ignored);
+      self->read_next();
+      self->arm_read_timer();
+    });
+  }
+
+  // Drain: idle connections close now, busy ones after their exchange.
+  void drain() {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      if (self->exchange_)
+        self->closing_ = true;
+      else
+        self->close();
+    });
+  }
+  void shut() {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
+  }
+
+  // From the exchange (any thread): queue bytes; `last` ends the exchange once written.
+  void post_write(std::string data, bool last) {
+    net::post(socket_.get_executor(), [self = shared_from_this(), data = std::move(data), last] {
+      self->write(std::move(data), last);
+    });
+  }
+
+ private:
+  class ConnectionExchange;
+
+  void read_next() {
+    if (closed_ || reading_) return;
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
+    parser_->body_limit(server_->options.max_body_bytes);
+    reading_ = true;
+    http::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
+  }
+
+  void on_header(error_code ec) {
+    if (lingering_) return discard_input();
+    if (ec) return on_read_error(ec);
+    auto& message = parser_->get();
+    if (beast::iequals(message[http::field::expect], "100-continue") && !exchange_) {
+      queue_.push_back("HTTP/1.1 100 Continue\r\n\r\n");
+      do_write();
+    }
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
+  }
+
+  void on_read(error_code ec) {
+    reading_ = false;
+    if (lingering_) return discard_input();
+    if (ec) return on_read_error(ec);
+    read_timer_.cancel();
+    auto message = parser_->release();
+    Pending next;
+    next.request.method = std::string(message.method_string());
+    const std::string_view target = message.target();
+    next.request.path = std::string(target.substr(0, target.find('?')));
+    next.request.authorization = std::string(message[http::field::authorization]);
+    next.request.body = std::move(message.body());
+    next.keep_alive = message.keep_alive();
+    next.http10 = message.version() == 10;
+    if (exchange_) {
+      next_ = std::move(next);  // pipelined: answered after the current exchange
+      return;
+    }
+    dispatch(std::move(next));
+  }
+
+  void on_read_error(error_code ec) {
+    reading_ = false;
+    if (lingering_) return discard_input();
+    const bool http_error =
+        ec.category() == http::make_error_code(http::error::body_limit).category();
+    if (!http_error || ec == http::error::end_of_stream || ec == http::error::partial_message)
+      return close();  // end of stream, reset, timeout: the client is gone
+    const ApiError error =
+        ec == http::error::body_limit
+            ? ApiError(413,
+                       "the request body is larger than " +
+                           std::to_string(server_->options.max_body_bytes) + " bytes",
+                       "", "request_too_large")
+        : ec == http::error::header_limit
+            ? ApiError(431, "the request headers are too large")
+            : ApiError(400, "malformed HTTP request: " + ec.message());
+    Pending failed;
+    failed.keep_alive = false;
+    failed.error = error.response();
+    if (exchange_)
+      next_ = std::move(failed);
+    else
+      dispatch(std::move(failed));
+  }
+
+  struct Pending {
+    HttpRequest request;
+    bool keep_alive = true, http10 = false;
+    std::optional<HttpResponse> error;  // a request that could not be read: answer and close
+  };
+
+  // Closing after a response: the write side first, then what the client still sends is read
+  // and dropped for a moment, so that closing with unread data (which resets the connection)
+  // cannot destroy the response before the client reads it (e.g. a 413 to a large upload).
+  void linger() {
+    lingering_ = true;
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    read_timer_.expires_after(std::chrono::seconds(2));
+    read_timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) self->close();
+    });
+    if (reading_)
+      socket_.cancel(ignored);  // its handler discards
+    else
+      discard_input();
+  }
+  void discard_input() {
+    reading_ = false;
+    if (closed_) return;
+    scratch_.resize(16384);
+    socket_.async_read_some(net::buffer(scratch_),
+                            [self = shared_from_this()](error_code ec, size_t n) {
+                              self->discarded_ += n;
+                              if (ec || self->discarded_ > (64u << 20)) return self->close();
+                              self->discard_input();
+                            });
+  }
+
+  void dispatch(Pending next);
+  void write(std::string data, bool last);
+  void do_write();
+  void finish_exchange();
+  void close();
+
+  void arm_read_timer() {
+    read_timer_.expires_after(std::chrono::seconds(server_->options.read_timeout_seconds));
+    read_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+      if (ec) return;
+      if (auto self = weak.lock(); self && !self->exchange_) self->close();
+    });
+  }
+
+  tcp::socket socket_;
+  HttpServer::Impl* server_;
+  std::list<std::weak_ptr<Connection>>::iterator registered_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  net::steady_timer read_timer_, write_timer_;
+  bool reading_ = false, writing_ = false, closed_ = false;
+  bool closing_ = false;  // close once the current exchange is written
+  bool lingering_ = false;
+  std::vector<char> scratch_;
+  size_t discarded_ = 0;
+  std::shared_ptr<ConnectionExchange> exchange_;
+  bool exchange_written_ = false;  // its last bytes are queued
+  bool exchange_keep_alive_ = true;
+  std::shared_ptr<Connection> self_;  // kept alive while an exchange is in progress
+  std::optional<Pending> next_;
+  std::deque<std::string> queue_;
+  std::vector<std::string> in_flight_;
+};
+
+class Connection::ConnectionExchange : public Exchange {
+ public:
+  ConnectionExchange(std::weak_ptr<Connection> connection, bool keep_alive, bool http10,
+                     size_t limit)
+      : connection_(std::move(connection)),
+        keep_alive_(keep_alive),
+        http10_(http10),
+        limit_(limit) {}
+
+  void respond(HttpResponse r) override {
+    if (ended_.exchange(true)) return;
+    std::string data =
+        response_head(r.status, r.content_type, r.body.size(), false, keep_alive_, r.headers) +
+        r.body;
+    queue(std::move(data), true);
+  }
+  void start_stream(int status, const std::string& content_type) override {
+    streaming_ = true;
+    queue(response_head(status, content_type, std::nullopt, !http10_, keep_alive_ && !http10_,
+                        {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}}),
+          false);
+  }
+  bool send(std::string data) override {
+    if (gone_ || ended_) return false;
+    std::string framed = http10_ ? std::move(data) : chunk(data);
+    if (queued_.load() + framed.size() > limit_) {
+      gone_ = true;  // too far behind: drop the client rather than buffer without bound
+      if (auto c = connection_.lock()) c->shut();
+      return false;
+    }
+    return queue(std::move(framed), false);
+  }
+  void end() override {
+    if (ended_.exchange(true)) return;
+    queue(http10_ ? std::string() : std::string("0\r\n\r\n"), true);
+  }
+  void on_disconnect(std::function<void()> callback) override {
+    std::unique_lock lock(mutex_);
+    if (!disconnected_) {
+      on_disconnect_ = std::move(callback);
+      return;
+    }
+    lock.unlock();
+    if (!ended_) callback();
+  }
+
+  // On the strand.
+  void client_gone() {
+    gone_ = true;
+    std::function<void()> callback;
+    {
+      std::lock_guard lock(mutex_);
+      disconnected_ = true;
+      callback = std::move(on_disconnect_);
+    }
+    if (callback && !ended_) callback();
+  }
+  void written(size_t bytes) {  // saturating: a 100 Continue written meanwhile is not counted
+    size_t now = queued_.load();
+    while (!queued_.compare_exchange_weak(now, now > bytes ? now - bytes : 0)) {
+    }
+  }
+  bool keep_alive() const { return keep_alive_ && !(streaming_ && http10_); }
+
+ private:
+  bool queue(std::string data, bool last) {
+    auto c = connection_.lock();
+    if (!c) return false;
+    queued_ += data.size();
+    c->post_write(std::move(data), last);
+    return true;
+  }
+
+  std::weak_ptr<Connection> connection_;
+  const bool keep_alive_, http10_;
+  const size_t limit_;
+  std::atomic<bool> ended_{false}, gone_{false}, streaming_{false};
+  std::atomic<size_t> queued_{0};
+  std::mutex mutex_;
+  bool disconnected_ = false;
+  std::function<void()> on_disconnect_;
+};
+
+void Connection::dispatch(Pending next) {
+  const bool draining = server_->draining.load();
+  const bool keep_alive = next.keep_alive && !closing_ && !draining;
+  exchange_ = std::make_shared<ConnectionExchange>(weak_from_this(), keep_alive, next.http10,
+                                                   server_->options.max_queued_bytes);
+  exchange_written_ = false;
+  self_ = shared_from_this();
+  server_->active_exchanges++;
+  if (!next.error) read_next();  // notices a client that goes away, and pipelined requests
+  auto exchange = exchange_;
+  if (next.error) return exchange->respond(std::move(*next.error));
+  if (draining) {
+    return exchange->respond(
+        ApiError(503, "the server is shutting down").retry_after(1).response());
+  }
+  try {
+    server_->handler(std::move(next.request), exchange);
+  } catch (const std::exception& e) {
+    exchange->respond(ApiError(500, std::string("internal error: ") + e.what()).response());
+  }
+}
+
+void Connection::write(std::string data, bool last) {
+  if (closed_) return;
+  if (!data.empty()) queue_.push_back(std::move(data));
+  if (last) exchange_written_ = true;
+  do_write();
+}
+
+void Connection::do_write() {
+  if (writing_ || closed_) return;
+  if (queue_.empty()) {
+    if (exchange_ && exchange_written_) finish_exchange();
+    return;
+  }
+  writing_ = true;
+  in_flight_.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+  queue_.clear();
+  std::vector<net::const_buffer> buffers;
+  for (const std::string& s : in_flight_) buffers.push_back(net::buffer(s));
+  write_timer_.expires_after(std::chrono::seconds(server_->options.write_timeout_seconds));
+  write_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->close();  // a stalled client
+  });
+  net::async_write(socket_, buffers, [self = shared_from_this()](error_code ec, size_t n) {
+    self->writing_ = false;
+    self->write_timer_.cancel();
+    self->in_flight_.clear();
+    if (self->exchange_) self->exchange_->written(n);
+    if (ec) return self->close();
+    self->do_write();
+  });
+}
+
+void Connection::finish_exchange() {
+  auto keep = shared_from_this();
+  const bool keep_alive = exchange_->keep_alive() && !closing_ && !server_->draining;
+  exchange_.reset();
+  self_.reset();
+  server_->active_exchanges--;
+  if (!keep_alive) return linger();
+  if (next_) {
+    Pending next = std::move(*next_);
+    next_.reset();
+    return dispatch(std::move(next));
+  }
+  read_next();
+  arm_read_timer();
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  error_code ignored;
+  socket_.shutdown(tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  read_timer_.cancel();
+  write_timer_.cancel();
+  queue_.clear();
+  if (exchange_) {
+    auto exchange = std::move(exchange_);
+    server_->active_exchanges--;
+    exchange->client_gone();
+  }
+  self_.reset();
+}
+
+template <class F>
+void HttpServer::Impl::for_each_connection(F f) {
+  std::vector<std::shared_ptr<Connection>> live;
+  {
+    std::lock_guard lock(mutex);
+    for (auto& weak : connections)
+      if (auto c = weak.lock()) live.push_back(std::move(c));
+  }
+  for (auto& c : live) f(*c);
+}
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](error_code ec, tcp::socket socket) {
+    if (!acceptor.is_open() || ec == net::error::operation_aborted) return;
+    if (ec) {  // e.g. out of file descriptors: try again shortly instead of spinning
+      accept_retry.expires_after(std::chrono::milliseconds(50));
+      accept_retry.async_wait([this](error_code e) {
+        if (!e) accept();
+      });
+      return;
+    }
+    if (open_connections.load() >= options.max_connections) {
+      error_code ignored;
+      socket.close(ignored);
+    } else {
+      std::make_shared<Connection>(std::move(socket), this)->start();
+    }
+    accept();
+  });
+}
+
+HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
+    : impl_(std::make_shared<Impl>()) {
+  impl_->options = options;
+  impl_->handler = std::move(handler);
+  const std::string where = options.host + ":" + std::to_string(options.port);
+  try {
+    const auto address = net::ip::make_address(options.host);
+    const tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
+    impl_->acceptor.open(endpoint.protocol());
+    impl_->acceptor.set_option(net::socket_base::reuse_address(true));
+    impl_->acceptor.bind(endpoint);
+    impl_->acceptor.listen(net::socket_base::max_listen_connections);
+    impl_->port = impl_->acceptor.local_endpoint().port();
+  } catch (const boost::system::system_error& e) {
+    throw Error("cannot listen on " + where + ": " + e.code().message());
+  }
+  if (options.port < 0 || options.port > 65535)
+    throw Error("--port " + std::to_string(options.port) + ": expected 0 to 65535");
+  impl_->work.emplace(impl_->ioc.get_executor());
+  impl_->accept();
+  for (int i = 0; i < std::max(1, options.threads); ++i)
+    impl_->threads.emplace_back([impl = impl_.get()] { impl->ioc.run(); });
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+int HttpServer::port() const { return impl_->port; }
+int64_t HttpServer::open_connections() const { return impl_->open_connections; }
+int64_t HttpServer::active_exchanges() const { return impl_->active_exchanges; }
+
+void HttpServer::drain() {
+  impl_->draining = true;
+  net::post(impl_->acceptor.get_executor(), [impl = impl_.get()] {
+    error_code ignored;
+    impl->acceptor.close(ignored);
+    impl->accept_retry.cancel();
+  });
+  impl_->for_each_connection([](Connection& c) { c.drain(); });
+}
+
+void HttpServer::stop() {
+  if (impl_->threads.empty()) return;
+  drain();
+  impl_->for_each_connection([](Connection& c) { c.shut(); });
+  impl_->work.reset();  // the threads return once every connection is gone
+  for (std::thread& t : impl_->threads) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace dq4::server

@@ -1,0 +1,57 @@
+#pragma once
+// The routes: OpenAI's completions and chat completions, models, vLLM's tokenize and
+// detokenize, health, metrics; the API key check; errors as OpenAI error objects.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "dq4/chat_template.h"
+#include "dq4/engine.h"
+#include "dq4/tokenizer.h"
+#include "http_exchange.h"
+#include "metrics.h"
+#include "openai_request.h"
+#include "openai_response.h"
+
+namespace dq4::server {
+
+struct ServiceOptions {
+  std::string model_name;
+  std::string api_key;  // empty: no check
+};
+
+class OpenAiService {
+ public:
+  // `http_counters` reads the transport's numbers for /metrics.
+  OpenAiService(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+                ServiceOptions options, std::function<HttpCounters()> http_counters);
+
+  void handle(HttpRequest request, std::shared_ptr<Exchange> exchange);
+  int64_t in_flight() const { return in_flight_; }  // generation requests not yet answered
+
+ private:
+  void completions(const HttpRequest& request, std::shared_ptr<Exchange> exchange);
+  void chat(const HttpRequest& request, std::shared_ptr<Exchange> exchange);
+  void generate(Endpoint endpoint, GenerationFields& fields,
+                std::vector<std::vector<TokenId>> prompts, std::shared_ptr<Exchange> exchange);
+  HttpResponse models() const;
+  HttpResponse tokenize(const HttpRequest& request) const;
+  HttpResponse detokenize(const HttpRequest& request) const;
+  void check_model(const std::string& model) const;
+  std::string render_chat(const std::string& context, bool add_generation_prompt) const;
+  std::string next_id(const char* prefix);
+
+  Engine& engine_;
+  const Tokenizer& tokenizer_;
+  const ChatTemplate* chat_template_;
+  const ServiceOptions options_;
+  std::function<HttpCounters()> http_counters_;
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<uint64_t> next_id_{0};
+  uint64_t id_salt_;
+  int64_t started_;  // Unix seconds: /v1/models' "created"
+};
+
+}  // namespace dq4::server

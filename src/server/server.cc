@@ -1,0 +1,93 @@
+#include "dq4/server.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "http_server.h"
+#include "openai_service.h"
+
+namespace dq4 {
+namespace {
+
+std::atomic<bool> g_signalled{false};
+
+extern "C" void on_signal(int) { g_signalled = true; }
+
+// Polls `done` every 10 ms for at most `seconds`.
+template <class F>
+bool wait_for(F done, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+}  // namespace
+
+struct Server::Impl {
+  Engine& engine;
+  ServerOptions options;
+  std::unique_ptr<server::OpenAiService> service;
+  std::unique_ptr<server::HttpServer> http;
+  std::atomic<bool> shutdown_requested{false};
+  bool shut_down = false;
+};
+
+Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+               const ServerOptions& options)
+    : impl_(new Impl{engine, options, nullptr, nullptr}) {
+  if (options.served_model_name.empty()) throw Error("ServerOptions: served_model_name is empty");
+  Impl* impl = impl_.get();
+  impl->service = std::make_unique<server::OpenAiService>(
+      engine, tokenizer, chat_template,
+      server::ServiceOptions{options.served_model_name, options.api_key}, [impl] {
+        return server::HttpCounters{impl->http ? impl->http->open_connections() : 0,
+                                    impl->http ? impl->http->active_exchanges() : 0};
+      });
+  server::HttpServerOptions http;
+  http.host = options.host;
+  http.port = options.port;
+  http.max_body_bytes = options.max_body_bytes;
+  http.max_queued_bytes = options.max_queued_bytes;
+  http.max_connections = options.max_connections;
+  http.threads = options.http_threads;
+  impl->http = std::make_unique<server::HttpServer>(
+      http, [service = impl->service.get()](server::HttpRequest request,
+                                            std::shared_ptr<server::Exchange> exchange) {
+        service->handle(std::move(request), std::move(exchange));
+      });
+}
+
+Server::~Server() { shutdown(); }
+
+int Server::port() const { return impl_->http->port(); }
+
+void Server::request_shutdown() { impl_->shutdown_requested = true; }
+
+void Server::run_until_signal() {
+  g_signalled = false;
+  auto previous_int = std::signal(SIGINT, on_signal);
+  auto previous_term = std::signal(SIGTERM, on_signal);
+  while (!g_signalled && !impl_->shutdown_requested)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  shutdown();
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
+}
+
+void Server::shutdown() {
+  if (impl_->shut_down) return;
+  impl_->shut_down = true;
+  impl_->http->drain();
+  wait_for([&] { return impl_->service->in_flight() == 0; },
+           impl_->options.shutdown_timeout_seconds);
+  impl_->engine.stop(Engine::StopMode::abort);  // what is left ends with finish_reason abort
+  wait_for([&] { return impl_->http->active_exchanges() == 0; }, 5);
+  impl_->http->stop();
+}
+
+}  // namespace dq4

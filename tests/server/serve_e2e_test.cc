@@ -1,0 +1,478 @@
+// A live `dq4 serve` on the stories260K fixture: the official OpenAI client (node), concurrent
+// streams against the same requests run alone, clients that disconnect, overload, hostile
+// requests, /metrics through promtool, a soak, graceful shutdown.
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_client.h"
+#include "serve_process.h"
+
+namespace dq4::test {
+namespace {
+
+using nlohmann::json;
+using server::HttpClient;
+using server::HttpReply;
+
+const std::string kKey = "test-key";
+const std::string kAuth = "Authorization: Bearer " + kKey + "\r\n";
+
+std::string model_dir() { return fixtures_dir() + "/stories260K-hf"; }
+
+std::vector<std::string> serve_args(std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {model_dir(),
+                                   "--served-model-name",
+                                   "stories",
+                                   "--chat-template",
+                                   DQ4_SOURCE_DIR "/tests/server/chat_template.jinja",
+                                   "--api-key",
+                                   kKey,
+                                   "--kv-cache-memory",
+                                   "64MiB",
+                                   "--threads",  // a loaded CI machine must not stall a pool
+                                   "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+HttpReply post(int port, const std::string& path, const std::string& body,
+               const std::string& headers = kAuth) {
+  HttpClient client("127.0.0.1", port);
+  client.send("POST", path, body, headers);
+  return client.read_reply();
+}
+
+HttpReply get(int port, const std::string& path, const std::string& headers = kAuth) {
+  HttpClient client("127.0.0.1", port);
+  client.send("GET", path, "", headers);
+  return client.read_reply();
+}
+
+struct Streamed {
+  int status = 0;
+  std::string text, finish_reason;
+  bool done = false;  // data: [DONE] came
+  int events = 0;
+};
+
+// Streams a completions request; stops reading after `read_events` events when given (the
+// connection is then closed: a client going away).
+Streamed stream(int port, json body, int read_events = -1) {
+  body["stream"] = true;
+  HttpClient client("127.0.0.1", port);
+  client.send("POST", "/v1/completions", body.dump(), kAuth);
+  Streamed s;
+  s.status = client.read_head().status;
+  std::string pending;
+  while (auto piece = client.read_chunk()) {
+    pending += *piece;
+    for (size_t end; (end = pending.find("\n\n")) != std::string::npos;) {
+      const std::string event = pending.substr(0, end);
+      pending.erase(0, end + 2);
+      if (event == "data: [DONE]") {
+        s.done = true;
+        continue;
+      }
+      const json chunk = json::parse(event.substr(6));
+      for (const json& c : chunk["choices"]) {
+        s.text += c["text"].get<std::string>();
+        if (!c["finish_reason"].is_null()) s.finish_reason = c["finish_reason"];
+      }
+      if (++s.events == read_events) return s;
+    }
+  }
+  return s;
+}
+
+std::string complete(int port, const json& body) {
+  const HttpReply r = post(port, "/v1/completions", body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  return json::parse(r.body)["choices"][0]["text"];
+}
+
+// A metric's value (first sample whose line starts with `prefix`), -1 when absent.
+double metric(int port, const std::string& prefix) {
+  const std::string text = get(port, "/metrics", "").body;
+  for (size_t at = 0; (at = text.find(prefix, at)) != std::string::npos; ++at)
+    if (at == 0 || text[at - 1] == '\n') {
+      const size_t end = text.find('\n', at);
+      return std::stod(text.substr(text.rfind(' ', end) + 1, end - text.rfind(' ', end) - 1));
+    }
+  return -1;
+}
+
+template <class F>
+bool eventually(F done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+json greedy(const std::string& prompt, int max_tokens) {
+  return {{"model", "stories"}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
+}
+
+const std::vector<std::string> kPrompts = {"Once upon a time",
+                                           "The little dog",
+                                           "Lily and Ben went to the park",
+                                           "One day, a big",
+                                           "Tom had a red ball. He",
+                                           "The sun was",
+                                           "Mom said",
+                                           "There was a girl named Sue who liked to"};
+
+class ServeEndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new ServeProcess(serve_args()); }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(server_->terminate(), 0) << server_->log();
+    delete server_;
+  }
+  static int port() { return server_->port(); }
+  static ServeProcess* server_;
+};
+ServeProcess* ServeEndToEnd::server_ = nullptr;
+
+TEST_F(ServeEndToEnd, OfficialOpenAIClient) {
+  const std::string js = DQ4_SOURCE_DIR "/tests/js";
+  ASSERT_TRUE(std::filesystem::exists(js + "/node_modules/openai/package.json"))
+      << "tests/js/node_modules/openai is missing: run scripts/install-deps.sh";
+  const std::string command =
+      "node " + js + "/openai_server_test.mjs " + server_->url() + " stories " + kKey + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  ASSERT_NE(WEXITSTATUS(status), 127) << "node is not on PATH: run scripts/install-deps.sh";
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("checks passed"), std::string::npos) << output;
+}
+
+TEST_F(ServeEndToEnd, ConcurrentStreamsEqualTheSameRequestsAlone) {
+  std::vector<json> requests;
+  for (int i = 0; i < 32; ++i)
+    requests.push_back(greedy(kPrompts[i % kPrompts.size()] + std::string(i / 8, '!'), 8 + 3 * i));
+  std::vector<std::string> alone;
+  for (const json& r : requests) alone.push_back(complete(port(), r));
+  std::vector<Streamed> together(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i)
+    threads.emplace_back([&, i] { together[i] = stream(port(), requests[i]); });
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(together[i].status, 200);
+    EXPECT_TRUE(together[i].done) << i;
+    EXPECT_EQ(together[i].text, alone[i]) << "request " << i;
+  }
+}
+
+TEST_F(ServeEndToEnd, DisconnectedClientsGiveTheirBlocksBack) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      json body = greedy(kPrompts[size_t(i)], 400);
+      body["ignore_eos"] = true;
+      const Streamed s = stream(port(), body, 2);
+      EXPECT_EQ(s.events, 2);
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_TRUE(eventually([&] {
+    return metric(port(), "vllm:num_requests_running") == 0 &&
+           metric(port(), "dq4_kv_cache_blocks_used") == 0;
+  })) << get(port(), "/metrics", "").body;
+  EXPECT_GE(metric(port(),
+                   "vllm:request_success_total{model_name=\"stories\",finished_reason=\"abort\"}"),
+            8);
+  EXPECT_EQ(complete(port(), greedy("Once upon a time", 5)).empty(), false);
+}
+
+TEST_F(ServeEndToEnd, HostileAndMalformedRequestsGetOpenAIErrors) {
+  struct Case {
+    std::string method, path, body, headers;
+    int status;
+    std::string fragment;
+  };
+  const std::string deep = "{\"prompt\": " + std::string(10000, '[');
+  const std::vector<Case> cases = {
+      {"POST", "/v1/completions", "{not json", kAuth, 400, "not valid JSON"},
+      {"POST", "/v1/completions", R"({"model": "stories", "prompt": "x", "max_tokens": "5"})",
+       kAuth, 400, "max_tokens"},
+      {"POST", "/v1/completions", R"({"prompt": "x", "frobnicate": true})", kAuth, 400,
+       "Unrecognized"},
+      {"POST", "/v1/completions", R"({"model": "gpt-4", "prompt": "x"})", kAuth, 404,
+       "model_not_found"},
+      {"POST", "/v1/completions", R"({"prompt": "x", "max_tokens": 600})", kAuth, 400,
+       "maximum context length"},
+      {"POST", "/v1/completions", R"({"prompt": [1, 2, 999999]})", kAuth, 400, "error"},
+      {"POST", "/v1/completions", R"({"prompt": "x", "n": 1000})", kAuth, 400, "\"param\":\"n\""},
+      {"POST", "/v1/completions", "{\"prompt\": \"\xc3\x28\"}", kAuth, 400, "not valid JSON"},
+      {"POST", "/v1/completions", deep, kAuth, 400, "nested too deeply"},
+      {"POST", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", kAuth, 400,
+       "not supported"},
+      {"POST", "/v1/completions", R"({"prompt": "x"})", "", 401, "invalid_api_key"},
+      {"POST", "/v1/completions", R"({"prompt": "x"})", "Authorization: Bearer test-kez\r\n", 401,
+       "invalid_api_key"},
+      {"GET", "/v1/completions", "", kAuth, 405, "not allowed"},
+      {"GET", "/v2/everything", "", kAuth, 404, "no route"},
+      {"POST", "/v1/completions", std::string(9 << 20, ' '), kAuth, 413, "request_too_large"},
+      {"POST", "/detokenize", R"({"tokens": [1, -1]})", kAuth, 400, "tokens"},
+  };
+  for (const Case& c : cases) {
+    HttpClient client("127.0.0.1", port());
+    HttpReply r;
+    try {
+      client.send(c.method, c.path, c.body, c.headers);
+      r = client.read_reply();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.path << " " << c.body.substr(0, 60) << ": " << e.what();
+      continue;
+    }
+    EXPECT_EQ(r.status, c.status) << c.body.substr(0, 80) << " -> " << r.body;
+    EXPECT_NE(r.body.find(c.fragment), std::string::npos) << r.body;
+    const json error = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(error.is_object() && error.contains("error")) << r.body;
+    for (const char* field : {"message", "type", "param", "code"})
+      EXPECT_TRUE(error["error"].contains(field)) << r.body;
+  }
+  EXPECT_EQ(get(port(), "/health", "").status, 200);  // open without the key
+  EXPECT_EQ(get(port(), "/metrics", "").status, 200);
+  EXPECT_FALSE(complete(port(), greedy("The sun was", 6)).empty());
+}
+
+TEST_F(ServeEndToEnd, LiveMetricsPassPromtool) {
+  complete(port(), greedy("Mom said", 4));
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("dq4_live_metrics_" + std::to_string(getpid()) + ".txt"))
+                               .string();
+  std::ofstream(path) << get(port(), "/metrics", "").body;
+  FILE* pipe = popen(("promtool check metrics < " + path + " 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  std::filesystem::remove(path);
+  ASSERT_NE(WEXITSTATUS(status), 127) << "promtool not found: run scripts/install-deps.sh";
+  EXPECT_NE(WEXITSTATUS(status), 1) << output;  // 1: the text does not parse
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);)  // only the colon of vLLM's names
+    EXPECT_TRUE(line.rfind("vllm:", 0) == 0 &&
+                line.find("should not contain ':'") != std::string::npos)
+        << line;
+}
+
+// 2,000 requests, streamed or not, a tenth of them abandoned mid-stream: every other one must
+// come back whole and equal to the same request run alone.
+TEST_F(ServeEndToEnd, SoakLosesDuplicatesAndTruncatesNothing) {
+  const std::vector<int> lengths = {4, 12, 24};
+  std::map<std::pair<size_t, int>, std::string> reference;
+  for (size_t p = 0; p < kPrompts.size(); ++p)
+    for (int n : lengths) reference[{p, n}] = complete(port(), greedy(kPrompts[p], n));
+  constexpr int kRequests = 2000, kWorkers = 16;
+  std::atomic<int> next{0}, whole{0}, abandoned{0}, wrong{0}, failed{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w)
+    workers.emplace_back([&, w] {
+      std::mt19937 rng(w);
+      for (int i; (i = next++) < kRequests;) {
+        const size_t p = rng() % kPrompts.size();
+        const int n = lengths[rng() % lengths.size()];
+        const int kind = int(rng() % 10);  // 0: abandon, 1-5: stream, 6-9: whole
+        const json body = greedy(kPrompts[p], n);
+        try {
+          if (kind == 0) {
+            stream(port(), body, 1);
+            abandoned++;
+          } else if (kind <= 5) {
+            const Streamed s = stream(port(), body);
+            (s.status == 200 && s.done && !s.finish_reason.empty() && s.text == reference[{p, n}]
+                 ? whole
+                 : wrong)++;
+          } else {
+            const HttpReply r = post(port(), "/v1/completions", body.dump());
+            const json j = json::parse(r.body);
+            (r.status == 200 && j["choices"][0]["text"] == reference[{p, n}] ? whole : wrong)++;
+          }
+        } catch (const std::exception& e) {
+          failed++;
+        }
+      }
+    });
+  for (std::thread& t : workers) t.join();
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(whole + abandoned, kRequests);
+  EXPECT_GT(abandoned, 100);
+  EXPECT_TRUE(eventually([&] {
+    return metric(port(), "vllm:num_requests_running") == 0 &&
+           metric(port(), "dq4_kv_cache_blocks_used") == 0;
+  }));
+}
+
+TEST(ServeLimits, OverloadGets503WithRetryAfterThenServes) {
+  ServeProcess server(serve_args({"--max-num-seqs", "1", "--max-waiting-requests", "2"}));
+  std::atomic<int> ok{0}, busy{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 16; ++i)
+    threads.emplace_back([&, i] {
+      json body = greedy(kPrompts[size_t(i) % kPrompts.size()], 100);
+      body["ignore_eos"] = true;
+      const HttpReply r = post(server.port(), "/v1/completions", body.dump());
+      if (r.status == 200)
+        ok++;
+      else if (r.status == 503 && r.headers.count("retry-after") &&
+               r.body.find("\"code\":\"overloaded\"") != std::string::npos)
+        busy++;
+      else
+        other++;
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(busy, 1);
+  EXPECT_EQ(other, 0);
+  EXPECT_FALSE(complete(server.port(), greedy("Once upon a time", 5)).empty());
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+TEST(ServeLimits, SigtermFinishesInFlightStreamsAndExitsZero) {
+  ServeProcess server(serve_args());
+  std::vector<Streamed> results(4);
+  std::atomic<int> started{0};
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < results.size(); ++i)
+    threads.emplace_back([&, i] {
+      json body = greedy(kPrompts[i], 300);
+      body["ignore_eos"] = true;
+      body["stream"] = true;
+      HttpClient client("127.0.0.1", server.port());
+      client.send("POST", "/v1/completions", body.dump(), kAuth);
+      results[i].status = client.read_head().status;
+      started++;
+      std::string all;
+      while (auto piece = client.read_chunk()) all += *piece;
+      results[i].done = all.find("data: [DONE]\n\n") != std::string::npos;
+      results[i].text = all;
+    });
+  ASSERT_TRUE(eventually([&] { return started == 4; }));
+  EXPECT_EQ(server.terminate(60), 0) << server.log();
+  for (std::thread& t : threads) t.join();
+  for (const Streamed& s : results) {
+    EXPECT_EQ(s.status, 200);
+    EXPECT_TRUE(s.done);
+    EXPECT_NE(s.text.find("\"finish_reason\":\"length\""), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace dq4::test
+
+namespace dq4::test {
+namespace {
+
+// A port p with p+1 .. p+n free too (bind checks; the script binds them right after).
+int free_port_block(int n) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int base =
+        20000 + int((uint32_t(getpid()) * 7919u + uint32_t(attempt) * 104729u) % 40000u);
+    bool all_free = true;
+    for (int i = 0; i <= n && all_free; ++i) {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(uint16_t(base + i));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      all_free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      close(fd);
+    }
+    if (all_free) return base;
+  }
+  throw std::runtime_error("no free block of loopback ports");
+}
+
+TEST(ServeCluster, TwoReplicasBehindHaproxySurviveLosingOne) {
+  const int port = free_port_block(2);
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("dq4_cluster_" + std::to_string(getpid())))
+          .string();
+  std::filesystem::remove_all(dir);
+  const pid_t script = fork();
+  ASSERT_GE(script, 0);
+  if (script == 0) {
+    setenv("PORT", std::to_string(port).c_str(), 1);
+    setenv("DQ4", DQ4_CLI_PATH, 1);
+    setenv("CLUSTER_DIR", dir.c_str(), 1);
+    execl("/bin/bash", "bash", DQ4_SOURCE_DIR "/scripts/serve-cluster.sh", "2", model_dir().c_str(),
+          "--", "--served-model-name", "stories", "--api-key", kKey.c_str(), "--kv-cache-memory",
+          "64MiB", "--threads", "1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const bool ready = eventually([&] { return std::filesystem::exists(dir + "/ready"); }) ||
+                     eventually([&] { return std::filesystem::exists(dir + "/ready"); });
+  ASSERT_TRUE(ready) << "the cluster did not come up; see " << dir;
+
+  const json body = greedy("Once upon a time", 200);
+  std::vector<std::thread> streams;
+  std::atomic<int> streaming{0};
+  for (int i = 0; i < 4; ++i)
+    streams.emplace_back([&] {
+      json b = body;
+      b["ignore_eos"] = true;
+      b["stream"] = true;
+      try {
+        HttpClient client("127.0.0.1", port);
+        client.send("POST", "/v1/completions", b.dump(), kAuth);
+        if (client.read_head().status == 200) streaming++;
+        while (client.read_chunk()) {
+        }
+      } catch (const std::exception&) {  // the streams of the replica killed break off
+      }
+    });
+  ASSERT_TRUE(eventually([&] { return streaming == 4; }));
+  std::ifstream pids(dir + "/replica_pids");
+  pid_t victim = 0;
+  pids >> victim;
+  ASSERT_GT(victim, 0);
+  kill(victim, SIGKILL);  // mid-run
+  for (std::thread& t : streams) t.join();
+
+  const std::string expected = complete(port, greedy("The little dog", 12));
+  for (int i = 0; i < 10; ++i) {
+    const HttpReply r = post(port, "/v1/completions", greedy("The little dog", 12).dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], expected);
+  }
+  kill(script, SIGTERM);
+  int status = 0;
+  waitpid(script, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace dq4::test

@@ -1,0 +1,90 @@
+#include "serve_process.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace dq4::test {
+
+std::string fixtures_dir() {
+  const char* env = std::getenv("DQ4_FIXTURES");
+  return env && *env ? env : "../shared/fixtures";
+}
+
+ServeProcess::ServeProcess(const std::vector<std::string>& args) {
+  static int counter = 0;
+  log_path_ = (std::filesystem::temp_directory_path() /
+               ("dq4_serve_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".log"))
+                  .string();
+  std::vector<std::string> argv_strings = {DQ4_CLI_PATH, "serve"};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  argv_strings.insert(argv_strings.end(), {"--port", "0"});
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    FILE* log = std::fopen(log_path_.c_str(), "w");
+    if (log) dup2(fileno(log), STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const std::regex listening(R"(on http://127\.0\.0\.1:([0-9]+))");
+  for (int i = 0; i < 6000; ++i) {
+    std::smatch m;
+    const std::string text = log();
+    if (std::regex_search(text, m, listening)) {
+      port_ = std::stoi(m[1]);
+      return;
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("dq4 serve exited before listening:\n" + text);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  throw std::runtime_error("dq4 serve did not listen within 60 s:\n" + log());
+}
+
+ServeProcess::~ServeProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  std::filesystem::remove(log_path_);
+}
+
+int ServeProcess::terminate(double seconds) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+std::string ServeProcess::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace dq4::test

@@ -1,0 +1,36 @@
+#pragma once
+// A live `dq4 serve` for the end-to-end tests: started on a free loopback port (--port 0; the
+// port is read from its start-up line), stopped with SIGTERM and its exit status checked.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace dq4::test {
+
+// DQ4_FIXTURES (default ../shared/fixtures).
+std::string fixtures_dir();
+
+class ServeProcess {
+ public:
+  // Runs DQ4_CLI_PATH serve `args` --port 0; waits (at most 60 s) until it listens. Throws
+  // std::runtime_error with its log when it exits or never listens.
+  explicit ServeProcess(const std::vector<std::string>& args);
+  ~ServeProcess();  // SIGKILL if still running
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // SIGTERM, then waits at most `seconds`; the exit status (-1: killed by a signal / timeout).
+  int terminate(double seconds = 30);
+  std::string log() const;  // everything it wrote to stderr so far
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+};
+
+}  // namespace dq4::test

@@ -1,0 +1,130 @@
+// dq4 serve: the OpenAI-compatible HTTP server over the engine, for one model directory.
+
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "dq4/chat_template.h"
+#include "dq4/engine.h"
+#include "dq4/error.h"
+#include "dq4/model.h"
+#include "dq4/server.h"
+#include "dq4/thread_pool.h"
+#include "dq4/tokenizer.h"
+#include "model_options.h"
+
+namespace dq4::cli {
+namespace {
+
+std::optional<ChatTemplate> load_chat_template(const std::string& dir, const std::string& file) {
+  if (!file.empty()) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw Error("--chat-template: cannot read " + file);
+    std::stringstream source;
+    source << in.rdbuf();
+    ChatTemplate t = ChatTemplate::from_source(source.str());
+    t.special_tokens() = ChatTemplate::read_special_tokens(dir);
+    return t;
+  }
+  try {
+    return ChatTemplate::from_tokenizer_config(dir);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "dq4 serve: no chat template (%s): chat requests get 400\n", e.what());
+    return std::nullopt;
+  }
+}
+
+int positive_int(const Args& args, const std::string& name, int64_t max) {
+  const int64_t v = args.integer(name);
+  if (v < 1 || v > max)
+    throw Error("option --" + name + ": expected 1 to " + std::to_string(max) + ", got " +
+                std::to_string(v));
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+int run_serve(int argc, char** argv, int first) {
+  // `dq4 serve DIR` as vLLM spells it: the leading positional is -m DIR.
+  std::vector<char*> argv_model(argv, argv + argc);
+  std::string model_flag = "--model";
+  if (first < argc && argv[first][0] != '-')
+    argv_model.insert(argv_model.begin() + first, model_flag.data());
+  argc = static_cast<int>(argv_model.size());
+  argv = argv_model.data();
+
+  Args args("serve [DIR]",
+            "Serves a model directory over HTTP with OpenAI's API: /v1/completions,\n"
+            "/v1/chat/completions (streamed or not), /v1/models, /tokenize, /detokenize,\n"
+            "/health and /metrics (Prometheus). Runs until SIGINT or SIGTERM, then finishes\n"
+            "the requests in flight (up to --shutdown-timeout) and exits 0.");
+  args.option("host", "ADDR", "address to listen on", "127.0.0.1")
+      .option("port", "N", "port to listen on (0: any free port, printed)", "8000")
+      .option("api-key", "KEY", "require 'Authorization: Bearer KEY' (not on /health, /metrics)")
+      .option("served-model-name", "NAME", "the model name clients use (default: DIR as given)")
+      .option("chat-template", "FILE", "Jinja chat template to use instead of the model's")
+      .option("max-model-len", "N", "prompt + generated tokens at most (0: the model's)", "0")
+      .option("max-num-seqs", "N", "sequences in one engine step at most", "256")
+      .option("max-num-batched-tokens", "N", "tokens in one engine step at most", "2048")
+      .option("kv-cache-memory", "SIZE", "KV cache pool size, e.g. 2GiB", "1GiB")
+      .option("num-kv-blocks", "N", "KV cache pool in blocks (overrides --kv-cache-memory)", "0")
+      .option("block-size", "N", "tokens per KV cache block", "16")
+      .option("no-prefix-caching", "", "do not reuse the KV blocks of shared prompt prefixes")
+      .option("max-waiting-requests", "N", "queued requests at most; beyond: 503", "1024")
+      .option("max-body-size", "SIZE", "request bodies at most; larger: 413", "8MiB")
+      .option("http-threads", "N", "threads for network I/O", "2")
+      .option("shutdown-timeout", "SECONDS", "how long in-flight requests may finish", "30");
+  declare_model_options(args);
+  if (!args.parse(argc, argv, first)) return 0;
+
+  const std::string dir = args.value("model");
+  ServerOptions server_options;
+  server_options.host = args.value("host");
+  server_options.port = static_cast<int>(args.integer("port"));
+  if (server_options.port < 0 || server_options.port > 65535)
+    throw Error("option --port: expected 0 to 65535");
+  server_options.api_key = args.value("api-key");
+  server_options.served_model_name =
+      args.value("served-model-name").empty() ? dir : args.value("served-model-name");
+  server_options.max_body_bytes = parse_byte_size("--max-body-size", args.value("max-body-size"));
+  server_options.http_threads = positive_int(args, "http-threads", 64);
+  server_options.shutdown_timeout_seconds = args.number("shutdown-timeout");
+  if (!(server_options.shutdown_timeout_seconds >= 0))
+    throw Error("option --shutdown-timeout: expected a number of seconds >= 0");
+
+  EngineOptions engine_options;
+  engine_options.max_num_seqs = args.integer("max-num-seqs");
+  engine_options.max_num_batched_tokens = args.integer("max-num-batched-tokens");
+  engine_options.kv_cache_memory =
+      parse_byte_size("--kv-cache-memory", args.value("kv-cache-memory"));
+  engine_options.kv_blocks = args.integer("num-kv-blocks");
+  engine_options.block_size = args.integer("block-size");
+  engine_options.kv_type = kv_type_option(args);
+  engine_options.enable_prefix_caching = !args.flag("no-prefix-caching");
+  engine_options.max_waiting = args.integer("max-waiting-requests");
+  engine_options.max_model_len = args.integer("max-model-len");
+  engine_options.validate();
+
+  LoadedModel loaded = load_model(args, /*need_tokenizer=*/true);
+  const Tokenizer& tokenizer = *loaded.tokenizer;
+  const std::optional<ChatTemplate> chat_template =
+      load_chat_template(dir, args.value("chat-template"));
+
+  Engine engine(*loaded.model, tokenizer, engine_options, &loaded.threads());
+  engine.start();
+  Server server(engine, tokenizer, chat_template ? &*chat_template : nullptr, server_options);
+  std::fprintf(stderr, "dq4 serve: %s as '%s' on http://%s:%d (max model len %lld)\n", dir.c_str(),
+               server_options.served_model_name.c_str(), server_options.host.c_str(), server.port(),
+               static_cast<long long>(engine.max_model_len()));
+  std::fflush(stderr);
+  server.run_until_signal();
+  std::fprintf(stderr, "dq4 serve: stopped\n");
+  return 0;
+}
+
+}  // namespace dq4::cli
