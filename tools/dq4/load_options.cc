@@ -4,6 +4,16 @@
 
 namespace dq4::cli {
 
+std::optional<int64_t> w4a8_group(const std::string& mode) {
+  if (!mode.starts_with("w4a8-g")) return std::nullopt;
+  const std::string digits = mode.substr(6);
+  const bool numeric = !digits.empty() && digits.size() < 7 &&
+                       digits.find_first_not_of("0123456789") == std::string::npos;
+  const int64_t group = numeric ? std::stoll(digits) : 0;
+  if (group <= 0 || group % 32 != 0) return std::nullopt;
+  return group;
+}
+
 void declare_load_options(Args& args) {
   args.option("activations", "auto|int8",
               "auto: run each layer as its checkpoint says; int8: also run W4A16 layers on the "
@@ -27,14 +37,10 @@ LinearOptions linear_options(const Args& args) {
   if (dense == "w4a8-channel") {
     options.quantize_dense_group = 0;
   } else if (dense.starts_with("w4a8-g")) {
-    const std::string digits = dense.substr(6);
-    const bool numeric = !digits.empty() && digits.size() < 7 &&
-                         digits.find_first_not_of("0123456789") == std::string::npos;
-    const int64_t group = numeric ? std::stoll(digits) : 0;
-    if (group <= 0 || group % 32 != 0)
+    options.quantize_dense_group = w4a8_group(dense);
+    if (!options.quantize_dense_group)
       throw Error("option --quantize-dense: group size in '" + dense +
                   "' must be a positive multiple of 32");
-    options.quantize_dense_group = group;
   } else if (dense != "none") {
     throw Error("option --quantize-dense: expected none, w4a8-channel or w4a8-g<G>, got '" + dense +
                 "'");

@@ -25,13 +25,7 @@ std::optional<int64_t> quantize_option(const Args& args) {
   const std::string mode = args.value("quantize");
   if (mode == "none") return std::nullopt;
   if (mode == "w4a8-ch") return 0;
-  if (mode.starts_with("w4a8-g")) {
-    const std::string digits = mode.substr(6);
-    const bool numeric = !digits.empty() && digits.size() < 7 &&
-                         digits.find_first_not_of("0123456789") == std::string::npos;
-    const int64_t group = numeric ? std::stoll(digits) : 0;
-    if (group > 0 && group % 32 == 0) return group;
-  }
+  if (const std::optional<int64_t> group = w4a8_group(mode)) return group;
   throw Error("option --quantize: expected none, w4a8-ch or w4a8-g<G> (G a multiple of 32), got '" +
               mode + "'");
 }
