@@ -44,20 +44,27 @@ targets+=(checkpoint_load_fuzz)
 seeds_checkpoint_load_fuzz=("$fixtures/stories260K-hf-w4a16-ct/model.safetensors"
   "$fixtures/stories260K-hf/model.safetensors")
 dict_checkpoint_load_fuzz="$root/fuzz/safetensors.dict"
+# The HTTP server: raw requests to a live server (seeds: handwritten requests in the repository).
+targets+=(http_request_fuzz)
+seeds_http_request_fuzz=("$root"/fuzz/seeds/http_request_fuzz/*)
+dict_http_request_fuzz="$root/fuzz/http_request.dict"
 
 options=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then options+=(-G Ninja); fi
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" "${options[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
   -DDQ4_FUZZ=ON -DDQ4_BUILD_TOOLS=OFF -DDQ4_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" --target "${targets[@]}" --parallel "$(nproc)"
 
+summary=()
 for target in "${targets[@]}"; do
   corpus="$build/corpus-$target"
   mkdir -p "$corpus"
   declare -n seeds="seeds_$target"
   for seed in "${seeds[@]}"; do
     [[ -f "$seed" ]] || { echo "fuzz: seed $seed not found (set DQ4_FIXTURES)" >&2; exit 2; }
-    cp -f "$seed" "$corpus/seed-$(echo "${seed#"$fixtures"/}" | tr '/' '_')"
+    name="${seed#"$fixtures"/}"
+    cp -f "$seed" "$corpus/seed-$(echo "${name#"$root"/}" | tr '/' '_')"
   done
   unset -n seeds
   if [[ -d "$root/fuzz/regressions/$target" ]]; then
@@ -69,9 +76,15 @@ for target in "${targets[@]}"; do
   dict_option=()
   if [[ -n "${!dict_var:-}" ]]; then dict_option=(-dict="${!dict_var}"); fi
   echo "== fuzz: $target, $seconds s"
+  log="$build/$target.log"
   (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "./fuzz/$target" "$corpus" "${dict_option[@]}" -max_total_time="$seconds" -seed="$fuzz_seed" -timeout=10 \
-    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/$target-" 2>&1 |
+    "./fuzz/$target" "$corpus" "${dict_option[@]}" -max_total_time="$seconds" -seed="$fuzz_seed" -timeout=30 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/$target-" 2>&1 | tee "$log" |
     grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse) ')  # keep the log to the start and the end
+  runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
+  rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")"
+  summary+=("$(printf '%-26s %10s inputs %8s exec/s' "$target" "${runs:-?}" "${rate:-?}")")
   echo "fuzz: $target: no crash in $seconds s"
 done
+echo "== fuzz: executions per target ($seconds s each)"
+printf '%s\n' "${summary[@]}"

@@ -17,6 +17,12 @@ packages=(
   haproxy                                # scripts/serve-cluster.sh: replicas behind a balancer
   prometheus                             # promtool checks /metrics in the tests
 )
+# The aarch64 cross build (scripts/test-arm.sh) links Debian's arm64 builds of PCRE2 and ICU
+# (multiarch); Boost and nlohmann-json are headers and GoogleTest is built from its sources.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $SUDO dpkg --add-architecture arm64
+fi
+packages+=(libpcre2-dev:arm64 libicu-dev:arm64)
 # Node.js runs the reference implementations of the differential tests (tests/js). Debian's
 # packages only where no node/npm is installed yet (a NodeSource nodejs already bundles npm).
 command -v node >/dev/null || packages+=(nodejs)

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Cross-builds kernels_tests for aarch64 into build-arm/ and runs the whole suite under qemu-user
-# on three emulated CPUs, checking that runtime dispatch picks the kernel each one must get:
+# Cross-builds the whole dq4 library for aarch64 into build-arm/ (every layer, each linked alone by
+# its link check, with Debian's arm64 PCRE2 and ICU), then under qemu-user runs the model end to
+# end on the stories260K fixtures (model_tests) and kernels_tests on three emulated CPUs, checking
+# that runtime dispatch picks the kernel each one must get:
 #   max         dotprod + i8mm   -> neon_i8mm
 #   cortex-a76  dotprod, no i8mm -> neon_dotprod (neon_i8mm unsupported)
 #   cortex-a72  plain NEON       -> neon (neon_dotprod and neon_i8mm unsupported)
 # (W4A16 and attention: neon on all three; dense: neon on all three, neon_bf16 supported on max
 # only.) Every kernel the CPU supports is compared bit for bit with the reference by the suite
 # itself.
-# Needs: g++-aarch64-linux-gnu qemu-user googletest nlohmann-json3-dev cmake (ninja-build optional).
+# Needs: g++-aarch64-linux-gnu qemu-user googletest nlohmann-json3-dev libboost-dev cmake and the
+# arm64 packages libpcre2-dev:arm64 libicu-dev:arm64 (scripts/install-deps.sh; ninja optional).
 # Exits non-zero if the build, any test or any dispatch check fails.
 set -euo pipefail
 
@@ -27,8 +30,8 @@ if command -v ccache >/dev/null; then
   options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S "$repo" -B "$build" "${options[@]}" \
-  -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" -DDQ4_KERNELS_ONLY=ON
-cmake --build "$build" --target kernels_tests --parallel "$(nproc)"
+  -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" -DDQ4_BUILD_TOOLS=OFF
+cmake --build "$build" --target dq4_layer_checks kernels_tests model_tests --parallel "$(nproc)"
 
 failed=0
 # run CPU EXPECTED_DEFAULT EXPECTED_SUPPORTED_LIST EXPECTED_DENSE_SUPPORTED_LIST [GTEST_FILTER]
@@ -80,6 +83,16 @@ older_cpus='*Dispatch*:*BadInput*:*Arguments*:*KnownAnswer*:ThreadPool*:Int4*'
 run max "neon_i8mm" "reference neon neon_dotprod neon_i8mm" "reference neon neon_bf16"
 run cortex-a76 "neon_dotprod" "reference neon neon_dotprod" "reference neon" "$older_cpus"
 run cortex-a72 "neon" "reference neon" "reference neon" "$older_cpus"
+
+# The model end to end: stories260K's reference generations and logits, the batched forward bit
+# for bit at 1 to 3 threads, the W4A8 and W4A16 paths, sampling and the errors.
+echo "== qemu-aarch64 -cpu max: model_tests"
+start=$SECONDS
+if ! qemu-aarch64 -cpu max -L "$sysroot" "$build/tests/model_tests" --gtest_brief=1; then
+  echo "test-arm: FAILED: model_tests under -cpu max" >&2
+  failed=1
+fi
+echo "   model_tests in $((SECONDS - start)) s"
 
 if [[ $failed -ne 0 ]]; then
   echo "test-arm: FAILED" >&2
