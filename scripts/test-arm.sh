@@ -29,7 +29,8 @@ if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then optio
 if command -v ccache >/dev/null; then
   options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S "$repo" -B "$build" "${options[@]}" \
+# Unity builds, as in test.sh: the headers parsed once per 8 files.
+cmake -S "$repo" -B "$build" "${options[@]}" -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 \
   -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" -DDQ4_BUILD_TOOLS=OFF
 cmake --build "$build" --target dq4_layer_checks kernels_tests model_tests --parallel "$(nproc)"
 

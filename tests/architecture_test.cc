@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "expect_error.h"
+#include "stories_fixture.h"
 #include "safetensors_writer.h"
 
 namespace dq4 {
@@ -17,10 +18,7 @@ namespace {
 
 using test::expect_error;
 
-nlohmann::json stories_config() {
-  std::ifstream in(test::fixtures_dir() + "/stories260K-hf/config.json");
-  return nlohmann::json::parse(in);
-}
+using test::stories_config;
 
 Architecture architecture(const nlohmann::json& config) {
   return Architecture::from_config(ModelConfig::parse(config.dump(), "config.json"), "config.json");

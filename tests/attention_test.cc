@@ -14,7 +14,7 @@ namespace {
 
 const attention::Kernel& reference() { return *attention::find_kernel("reference"); }
 
-::testing::AssertionResult padding_untouched(const AttentionCase& c, const AttentionData& d,
+::testing::AssertionResult attention_padding_untouched(const AttentionCase& c, const AttentionData& d,
                                              const std::vector<float>& out) {
   for (int64_t i = 0; i < c.tokens; ++i)
     for (int64_t k = c.num_heads() * c.head_dim; k < d.ld; ++k)
@@ -33,7 +33,7 @@ TEST(AttentionExact, EveryVariantMatchesTheReferenceAtAnyThreadCount) {
       const std::vector<float> got = run_attention(c, d, *kernel);
       ASSERT_TRUE(same_bits(want, got, d.ld,
                             std::string(attention::kernel_name(*kernel)) + " " + c.name()));
-      ASSERT_TRUE(padding_untouched(c, d, got));
+      ASSERT_TRUE(attention_padding_untouched(c, d, got));
     }
   }
 }

@@ -7,22 +7,18 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "safetensors_writer.h"
 
 namespace dq4::test {
 namespace {
 
-std::string fixture(const std::string& name) {
-  const char* dir = std::getenv("DQ4_FIXTURES");
-  if (dir == nullptr) ADD_FAILURE() << "DQ4_FIXTURES is not set (point it at shared/fixtures)";
-  return std::string(dir ? dir : "DQ4_FIXTURES-is-not-set") + "/" + name;
-}
 
 constexpr const char* kConversation =
     R"({"messages": [{"role": "user", "content": "Hi\n"}, {"role": "assistant", "content": "Yo"}]})";
 
 TEST(CliChatTemplate, RendersTheFixtureTemplateExactly) {
   const CliResult r = run_dq4(
-      "chat-template -t " + shell_quote(fixture("tokenizer-llama3")) + " --add-generation-prompt",
+      "chat-template -t " + shell_quote(fixture_path("tokenizer-llama3")) + " --add-generation-prompt",
       kConversation);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
@@ -35,7 +31,7 @@ TEST(CliChatTemplate, TakesABareListAndATemplateFile) {
   const std::string path = testing::TempDir() + "dq4_cli_chat_template.jinja";
   std::ofstream(path) << "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{% endfor %}\n";
   const CliResult r =
-      run_dq4("chat-template --tokenizer " + shell_quote(fixture("tokenizer-mistral")) +
+      run_dq4("chat-template --tokenizer " + shell_quote(fixture_path("tokenizer-mistral")) +
                   " --template " + shell_quote(path),
               R"([{"role": "user", "content": "x"}])");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -43,10 +39,10 @@ TEST(CliChatTemplate, TakesABareListAndATemplateFile) {
 }
 
 TEST(CliChatTemplate, ErrorsNameTheCause) {
-  CliResult r = run_dq4("chat-template -t " + shell_quote(fixture("tokenizer-mistral")), "[]");
+  CliResult r = run_dq4("chat-template -t " + shell_quote(fixture_path("tokenizer-mistral")), "[]");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("has no \"chat_template\""), std::string::npos) << r.err;
-  r = run_dq4("chat-template -t " + shell_quote(fixture("tokenizer-qwen3")), "{oops");
+  r = run_dq4("chat-template -t " + shell_quote(fixture_path("tokenizer-qwen3")), "{oops");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
   r = run_dq4("chat-template", "[]");

@@ -9,14 +9,12 @@
 
 #include "dq4/tokenizer.h"
 #include "safetensors_writer.h"
+#include "stories_fixture.h"
 
 namespace dq4::engine {
 namespace {
 
-const Tokenizer& stories_tokenizer() {
-  static const Tokenizer t = Tokenizer::from_directory(test::fixtures_dir() + "/stories260K-hf");
-  return t;
-}
+using test::stories_tokenizer;
 
 struct Split {
   std::vector<TokenId> prompt, generated;

@@ -10,6 +10,7 @@
 
 #include "dq4/engine.h"
 #include "expect_error.h"
+#include "stories_fixture.h"
 #include "fake_model.h"
 #include "safetensors_writer.h"
 
@@ -18,10 +19,7 @@ namespace {
 
 using test::FakeModel;
 
-const Tokenizer& stories_tokenizer() {
-  static const Tokenizer t = Tokenizer::from_directory(test::fixtures_dir() + "/stories260K-hf");
-  return t;
-}
+using test::stories_tokenizer;
 
 constexpr int64_t kVocab = 512;
 constexpr TokenId kEos = 2;

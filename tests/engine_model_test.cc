@@ -12,11 +12,11 @@
 #include "dq4/model.h"
 #include "dq4/thread_pool.h"
 #include "safetensors_writer.h"
+#include "stories_fixture.h"
 
 namespace dq4 {
 namespace {
 
-std::string fixture_dir() { return test::fixtures_dir() + "/stories260K-hf"; }
 
 // One thread: the model is tiny, and these tests are about batching, not threading (the model's
 // own tests cover 1 to 3 threads).
@@ -26,14 +26,11 @@ ThreadPool& one_thread() {
 }
 
 Model& stories_model() {
-  static std::unique_ptr<Model> model = Model::load(fixture_dir(), {}, &one_thread());
+  static std::unique_ptr<Model> model = Model::load(test::stories_dir(), {}, &one_thread());
   return *model;
 }
 
-const Tokenizer& stories_tokenizer() {
-  static const Tokenizer t = Tokenizer::from_directory(fixture_dir());
-  return t;
-}
+using test::stories_tokenizer;
 
 struct Result {
   std::map<int, std::vector<TokenId>> tokens;
@@ -122,7 +119,7 @@ std::vector<Request> story_requests(int count) {
 }
 
 TEST(EngineModel, ReproducesTheFixtureReferenceGeneration) {
-  std::ifstream in(fixture_dir() + "/reference_generation.json");
+  std::ifstream in(test::stories_dir() + "/reference_generation.json");
   ASSERT_TRUE(in) << "reference_generation.json is missing";
   const nlohmann::json ref = nlohmann::json::parse(in);
   for (const auto& run : ref["runs"]) {

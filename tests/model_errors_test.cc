@@ -9,6 +9,7 @@
 #include "dq4/model.h"
 #include "dq4/session.h"
 #include "expect_error.h"
+#include "stories_fixture.h"
 #include "safetensors_writer.h"
 
 namespace dq4 {
@@ -17,10 +18,7 @@ namespace {
 using test::expect_error;
 namespace fs = std::filesystem;
 
-nlohmann::json stories_config() {
-  std::ifstream in(test::fixtures_dir() + "/stories260K-hf/config.json");
-  return nlohmann::json::parse(in);
-}
+using test::stories_config;
 
 // A model directory with the stories260K weights and the given config.json.
 struct ModifiedModel {

@@ -39,12 +39,6 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string bytes_of(const TensorView& t) {
   return {reinterpret_cast<const char*>(t.data), t.bytes};
@@ -136,7 +130,7 @@ std::string fixture_in_library_order(const Checkpoint& fixture, const std::strin
   SafetensorsWriter writer(path, specs);
   for (const TensorSpec& s : specs) writer.append(fixture.tensor(s.name).data, s.bytes());
   writer.finish();
-  return read_bytes(path);
+  return read_file(path);
 }
 
 TEST(Quantize, ReproducesTheW4A16Fixture) {
@@ -164,7 +158,7 @@ TEST(Quantize, ReproducesTheW4A16Fixture) {
     EXPECT_TRUE(bytes_of(a) == bytes_of(e));
   }
   // And the whole file, header and padding included, is those tensors in the library's layout.
-  EXPECT_TRUE(read_bytes(o.output_dir + "/model.safetensors") ==
+  EXPECT_TRUE(read_file(o.output_dir + "/model.safetensors") ==
               fixture_in_library_order(expected, scratch.file("fixture.safetensors")));
 
   nlohmann::json config = read_json(o.output_dir + "/config.json");
@@ -175,8 +169,8 @@ TEST(Quantize, ReproducesTheW4A16Fixture) {
   q.erase("version");  // the fixture's config has neither of these two keys
   q["config_groups"]["group_0"].erase("format");
   EXPECT_EQ(config, expected_config) << config.dump(2);
-  EXPECT_EQ(read_bytes(o.output_dir + "/tokenizer.json"),
-            read_bytes(fixtures_dir() + "/stories260K-hf/tokenizer.json"));
+  EXPECT_EQ(read_file(o.output_dir + "/tokenizer.json"),
+            read_file(fixtures_dir() + "/stories260K-hf/tokenizer.json"));
 }
 
 TEST(Quantize, W4A8ConfigIsTheCompressedTensorsOne) {
@@ -201,7 +195,7 @@ TEST(Quantize, W4A8ConfigIsTheCompressedTensorsOne) {
     "version": "0.12.2"})");
   EXPECT_EQ(q, expected) << q.dump(2);
   // Keys sorted at every level in the file itself, as compressed-tensors writes them.
-  const std::string text = read_bytes(o.output_dir + "/config.json");
+  const std::string text = read_file(o.output_dir + "/config.json");
   EXPECT_LT(text.find("\"config_groups\""), text.find("\"format\": \"int-quantized\",\n  "));
   EXPECT_LT(text.find("\"input_activations\""), text.find("\"weights\""));
 }

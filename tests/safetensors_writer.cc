@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 
 namespace dq4::test {
@@ -62,6 +63,15 @@ std::string fixtures_dir() {
   const char* dir = std::getenv("DQ4_FIXTURES");
   if (dir == nullptr) ADD_FAILURE() << "DQ4_FIXTURES is not set (point it at shared/fixtures)";
   return dir ? dir : "DQ4_FIXTURES-is-not-set";
+}
+
+std::string fixture_path(const std::string& name) { return fixtures_dir() + "/" + name; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
 }
 
 }  // namespace dq4::test

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "dq4/architecture.h"
 #include "dq4/chat_template.h"
 #include "dq4/checkpoint.h"
 #include "dq4/checkpoint_writer.h"
@@ -27,12 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(SafetensorsWriter, HeaderIsAlignedAndReadable) {
   ScratchDir dir;
@@ -46,7 +41,7 @@ TEST(SafetensorsWriter, HeaderIsAlignedAndReadable) {
   w.append(b, 3);
   expect_error([&] { w.append(a, 1); }, "more than the 11 the header declares");
   w.finish();
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = read_file(path);
   uint64_t header = 0;
   std::memcpy(&header, bytes.data(), 8);
   EXPECT_EQ((8 + header) % 8, 0u);
@@ -118,7 +113,7 @@ TEST(CheckpointWriter, WritesShardsAndIndex) {
   w.finish();
   EXPECT_EQ(w.shard_count(), 2u);
   const nlohmann::json index =
-      nlohmann::json::parse(read_bytes(dir.file("model.safetensors.index.json")));
+      nlohmann::json::parse(read_file(dir.file("model.safetensors.index.json")));
   EXPECT_EQ(index["metadata"]["total_size"], 120);
   EXPECT_EQ(index["weight_map"]["x"], "model-00001-of-00002.safetensors");
   EXPECT_EQ(index["weight_map"]["z"], "model-00002-of-00002.safetensors");
@@ -155,7 +150,7 @@ TEST(Synth, TinyPresetIsALlamaModelWithTheExpectedValues) {
   const Checkpoint c = Checkpoint::open_dir(o.output_dir);
   EXPECT_EQ(c.names().size(),
             2u + 2 * 2 + 2 * 7 + 1);  // embed, norm, 2 norms + 7 linears a layer, lm_head
-  for (const LinearModule& m : linear_modules(config))
+  for (const LinearModule& m : Architecture::from_config(config, "config.json").linear_modules())
     EXPECT_EQ(c.tensor(m.name + ".weight").shape,
               (std::vector<int64_t>{m.out_features, m.in_features}));
   // Norm weights are 1 + ~N(0, 0.1^2): never all 1, so that a missing norm shows.
@@ -263,7 +258,7 @@ TEST(Synth, EveryPresetHasAWorkingTokenizer) {
     const bool qwen = c.architecture.starts_with("Qwen");
     ASSERT_FALSE(c.eos_token_ids.empty());
     const nlohmann::json generation =
-        nlohmann::json::parse(read_bytes(o.output_dir + "/generation_config.json"));
+        nlohmann::json::parse(read_file(o.output_dir + "/generation_config.json"));
     EXPECT_EQ(generation["eos_token_id"].get<std::vector<int32_t>>(), c.eos_token_ids);
     ASSERT_TRUE(t.eos_id().has_value());
     EXPECT_NE(std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), *t.eos_id()),

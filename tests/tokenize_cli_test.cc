@@ -8,15 +8,11 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "safetensors_writer.h"
 
 namespace dq4::test {
 namespace {
 
-std::string fixture(const std::string& name) {
-  const char* dir = std::getenv("DQ4_FIXTURES");
-  if (dir == nullptr) ADD_FAILURE() << "DQ4_FIXTURES is not set (point it at shared/fixtures)";
-  return std::string(dir ? dir : "DQ4_FIXTURES-is-not-set") + "/" + name;
-}
 
 nlohmann::json output_of(const CliResult& r) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -25,7 +21,7 @@ nlohmann::json output_of(const CliResult& r) {
 }
 
 TEST(TokenizeCli, EncodesStdinExactlyAndDecodesBack) {
-  const std::string dir = fixture("tokenizer-mistral");
+  const std::string dir = fixture_path("tokenizer-mistral");
   // Trailing spaces, tabs and newlines survive the round trip: stdin is taken byte for byte.
   // (Leading spaces would not: Mistral's decoder strips the first one, as Hugging Face's does.)
   for (const std::string& text :
@@ -46,7 +42,7 @@ TEST(TokenizeCli, EncodesStdinExactlyAndDecodesBack) {
 }
 
 TEST(TokenizeCli, MatchesKnownIds) {
-  const std::string dir = fixture("tokenizer-llama3");
+  const std::string dir = fixture_path("tokenizer-llama3");
   EXPECT_EQ(output_of(run_dq4("tokenize -t " + shell_quote(dir), "Hello world"))["ids"],
             nlohmann::json({9906, 1917}));
   EXPECT_EQ(output_of(run_dq4("tokenize --add-special-tokens -t " + shell_quote(dir),
@@ -60,7 +56,7 @@ TEST(TokenizeCli, MatchesKnownIds) {
 }
 
 TEST(TokenizeCli, DecodesWithAndWithoutSpecialTokens) {
-  const std::string dir = fixture("tokenizer-llama3");
+  const std::string dir = fixture_path("tokenizer-llama3");
   const std::string ids = R"({"ids": [128000, 9906, 1917, 128009]})";
   EXPECT_EQ(output_of(run_dq4("tokenize --decode -t " + shell_quote(dir), ids))["text"],
             "<|begin_of_text|>Hello world<|eot_id|>");
@@ -70,13 +66,13 @@ TEST(TokenizeCli, DecodesWithAndWithoutSpecialTokens) {
 }
 
 TEST(TokenizeCli, InvalidUtf8IsAClearError) {
-  const CliResult r = run_dq4("tokenize -t " + shell_quote(fixture("tokenizer-mistral")), "ok\xff");
+  const CliResult r = run_dq4("tokenize -t " + shell_quote(fixture_path("tokenizer-mistral")), "ok\xff");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("not valid UTF-8"), std::string::npos) << r.err;
 }
 
 TEST(TokenizeCli, BadArgumentsAndInputAreClearErrors) {
-  const std::string dir = shell_quote(fixture("tokenizer-mistral"));
+  const std::string dir = shell_quote(fixture_path("tokenizer-mistral"));
   CliResult r = run_dq4("tokenize");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--tokenizer"), std::string::npos) << r.err;

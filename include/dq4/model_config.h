@@ -67,8 +67,4 @@ struct LinearModule {
   bool has_bias = false;
 };
 
-// The linear modules of a Llama-shaped config in forward order, for `dq4 synth`, which writes
-// such models from the quant layer. Everything that runs a model uses dq4::Architecture.
-std::vector<LinearModule> linear_modules(const ModelConfig& config);
-
 }  // namespace dq4

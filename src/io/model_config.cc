@@ -149,24 +149,4 @@ std::vector<int32_t> read_generation_eos_ids(const std::string& model_dir) {
   return token_ids(fields, "eos_token_id");
 }
 
-std::vector<LinearModule> linear_modules(const ModelConfig& c) {
-  const int64_t q_features = c.num_attention_heads * c.head_dim;
-  const int64_t kv_features = c.num_key_value_heads * c.head_dim;
-  std::vector<LinearModule> modules;
-  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
-    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
-    modules.push_back({prefix + "self_attn.q_proj", q_features, c.hidden_size, c.attention_bias});
-    modules.push_back({prefix + "self_attn.k_proj", kv_features, c.hidden_size, c.attention_bias});
-    modules.push_back({prefix + "self_attn.v_proj", kv_features, c.hidden_size, c.attention_bias});
-    // Qwen2's o_proj has no bias even though its q/k/v have one.
-    const bool o_bias = c.attention_bias && c.architecture != "Qwen2ForCausalLM";
-    modules.push_back({prefix + "self_attn.o_proj", c.hidden_size, q_features, o_bias});
-    modules.push_back({prefix + "mlp.gate_proj", c.intermediate_size, c.hidden_size, c.mlp_bias});
-    modules.push_back({prefix + "mlp.up_proj", c.intermediate_size, c.hidden_size, c.mlp_bias});
-    modules.push_back({prefix + "mlp.down_proj", c.hidden_size, c.intermediate_size, c.mlp_bias});
-  }
-  if (!c.tie_word_embeddings) modules.push_back({"lm_head", c.vocab_size, c.hidden_size, false});
-  return modules;
-}
-
 }  // namespace dq4

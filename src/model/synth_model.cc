@@ -9,12 +9,13 @@
 #include <optional>
 #include <vector>
 
+#include "dq4/architecture.h"
 #include "dq4/error.h"
 #include "dq4/half.h"
 #include "dq4/synth.h"
 #include "dq4/thread_pool.h"
-#include "model_files.h"
-#include "staging_dir.h"
+#include "../quant/model_files.h"
+#include "../quant/staging_dir.h"
 #include "synth_tokenizer.h"
 
 namespace dq4 {
@@ -115,7 +116,7 @@ std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
       tensors.push_back({prefix + "self_attn.k_norm.weight", dtype, {c.head_dim}});
     }
   }
-  for (const LinearModule& m : linear_modules(c)) {
+  for (const LinearModule& m : Architecture::from_config(c, "synth config").linear_modules()) {
     tensors.push_back({m.name + ".weight", dtype, {m.out_features, m.in_features}});
     if (m.has_bias) tensors.push_back({m.name + ".bias", dtype, {m.out_features}});
   }
