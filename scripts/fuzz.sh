@@ -34,11 +34,15 @@ seeds_tokenizer_encode_fuzz=("$fixtures/tokenizer-llama3/README.md"
   "$fixtures/tokenizer-qwen3/README.md" "$fixtures/stories260K-hf/README.md"
   "$fixtures/tokenizer-llama3/reference_tokenizations.json"
   "$fixtures/tokenizer-llama2/reference_tokenizations.json")
+# Inputs at most this long (libFuzzer's -max_len; larger seeds are cut): the tokenizer's cost
+# grows with the text, and long inputs find nothing short ones do not.
+max_len_tokenizer_encode_fuzz=4096
 # Chat templates: Qwen3's tokenizer_config.json holds a real template (inside a JSON string;
 # Llama 3's file is 50 KB of added tokens around a short one).
 targets+=(chat_template_fuzz)
 seeds_chat_template_fuzz=("$fixtures/tokenizer-qwen3/tokenizer_config.json")
 dict_chat_template_fuzz="$root/fuzz/chat_template.dict"
+max_len_chat_template_fuzz=16384  # the Qwen3 seed whole (9.7 KB)
 # Checkpoint loading: the input is a model.safetensors (see the target for the configs).
 targets+=(checkpoint_load_fuzz)
 seeds_checkpoint_load_fuzz=("$fixtures/stories260K-hf-w4a16-ct/model.safetensors"
@@ -48,6 +52,7 @@ dict_checkpoint_load_fuzz="$root/fuzz/safetensors.dict"
 targets+=(http_request_fuzz)
 seeds_http_request_fuzz=("$root"/fuzz/seeds/http_request_fuzz/*)
 dict_http_request_fuzz="$root/fuzz/http_request.dict"
+max_len_http_request_fuzz=8192
 
 options=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then options+=(-G Ninja); fi
@@ -74,12 +79,14 @@ for target in "${targets[@]}"; do
     done
   fi
   dict_var="dict_$target"
-  dict_option=()
-  if [[ -n "${!dict_var:-}" ]]; then dict_option=(-dict="${!dict_var}"); fi
+  target_options=()
+  if [[ -n "${!dict_var:-}" ]]; then target_options=(-dict="${!dict_var}"); fi
+  max_len_var="max_len_$target"
+  if [[ -n "${!max_len_var:-}" ]]; then target_options+=(-max_len="${!max_len_var}"); fi
   echo "== fuzz: $target, $seconds s"
   log="$build/$target.log"
   (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "./fuzz/$target" "$corpus" "${dict_option[@]}" -max_total_time="$seconds" -seed="$fuzz_seed" -timeout=30 \
+    "./fuzz/$target" "$corpus" "${target_options[@]}" -max_total_time="$seconds" -seed="$fuzz_seed" -timeout=30 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/$target-" 2>&1 | tee "$log" |
     grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse) ')  # keep the log to the start and the end
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
