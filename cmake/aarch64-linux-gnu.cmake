@@ -28,3 +28,4 @@ set(ENV{PKG_CONFIG_PATH} "")
 # dynamic glibc's pthread_create (a list walk that never ends under chained translation blocks),
 # so every test that starts a thread would hang; the same code linked statically runs.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")
+set(DQ4_STATIC_EXECUTABLES ON)  # CMakeLists.txt then finds the libraries' static archives
