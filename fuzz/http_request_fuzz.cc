@@ -10,11 +10,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <boost/asio/buffer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <algorithm>
-#include <boost/asio/buffer.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -78,8 +78,8 @@ Live& live() {
     server_options.port = 0;
     server_options.served_model_name = "stories";
     server_options.max_body_bytes = 64 << 10;
-    l->server = std::make_unique<dq4::Server>(*l->engine, l->tokenizer, &l->chat_template,
-                                              server_options);
+    l->server =
+        std::make_unique<dq4::Server>(*l->engine, l->tokenizer, &l->chat_template, server_options);
     return l;
   }();
   return *instance;

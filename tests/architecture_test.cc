@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "expect_error.h"
-#include "stories_fixture.h"
 #include "safetensors_writer.h"
+#include "stories_fixture.h"
 
 namespace dq4 {
 namespace {

@@ -14,8 +14,9 @@ namespace {
 
 const attention::Kernel& reference() { return *attention::find_kernel("reference"); }
 
-::testing::AssertionResult attention_padding_untouched(const AttentionCase& c, const AttentionData& d,
-                                             const std::vector<float>& out) {
+::testing::AssertionResult attention_padding_untouched(const AttentionCase& c,
+                                                       const AttentionData& d,
+                                                       const std::vector<float>& out) {
   for (int64_t i = 0; i < c.tokens; ++i)
     for (int64_t k = c.num_heads() * c.head_dim; k < d.ld; ++k)
       if (out[i * d.ld + k] != kOutFill)

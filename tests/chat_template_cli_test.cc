@@ -12,14 +12,13 @@
 namespace dq4::test {
 namespace {
 
-
 constexpr const char* kConversation =
     R"({"messages": [{"role": "user", "content": "Hi\n"}, {"role": "assistant", "content": "Yo"}]})";
 
 TEST(CliChatTemplate, RendersTheFixtureTemplateExactly) {
-  const CliResult r = run_dq4(
-      "chat-template -t " + shell_quote(fixture_path("tokenizer-llama3")) + " --add-generation-prompt",
-      kConversation);
+  const CliResult r = run_dq4("chat-template -t " + shell_quote(fixture_path("tokenizer-llama3")) +
+                                  " --add-generation-prompt",
+                              kConversation);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"

@@ -10,9 +10,9 @@
 
 #include "dq4/engine.h"
 #include "expect_error.h"
-#include "stories_fixture.h"
 #include "fake_model.h"
 #include "safetensors_writer.h"
+#include "stories_fixture.h"
 
 namespace dq4 {
 namespace {

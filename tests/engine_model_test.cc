@@ -17,7 +17,6 @@
 namespace dq4 {
 namespace {
 
-
 // One thread: the model is tiny, and these tests are about batching, not threading (the model's
 // own tests cover 1 to 3 threads).
 ThreadPool& one_thread() {

@@ -9,8 +9,8 @@
 #include "dq4/model.h"
 #include "dq4/session.h"
 #include "expect_error.h"
-#include "stories_fixture.h"
 #include "safetensors_writer.h"
+#include "stories_fixture.h"
 
 namespace dq4 {
 namespace {

@@ -39,7 +39,6 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-
 std::string bytes_of(const TensorView& t) {
   return {reinterpret_cast<const char*>(t.data), t.bytes};
 }

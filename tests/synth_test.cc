@@ -28,7 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 TEST(SafetensorsWriter, HeaderIsAlignedAndReadable) {
   ScratchDir dir;
   const std::string path = dir.file("a.safetensors");

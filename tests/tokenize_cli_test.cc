@@ -13,7 +13,6 @@
 namespace dq4::test {
 namespace {
 
-
 nlohmann::json output_of(const CliResult& r) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(!r.out.empty() && r.out.back() == '\n') << r.out;
@@ -66,7 +65,8 @@ TEST(TokenizeCli, DecodesWithAndWithoutSpecialTokens) {
 }
 
 TEST(TokenizeCli, InvalidUtf8IsAClearError) {
-  const CliResult r = run_dq4("tokenize -t " + shell_quote(fixture_path("tokenizer-mistral")), "ok\xff");
+  const CliResult r =
+      run_dq4("tokenize -t " + shell_quote(fixture_path("tokenizer-mistral")), "ok\xff");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("not valid UTF-8"), std::string::npos) << r.err;
 }

@@ -9,13 +9,13 @@
 #include <optional>
 #include <vector>
 
+#include "../quant/model_files.h"
+#include "../quant/staging_dir.h"
 #include "dq4/architecture.h"
 #include "dq4/error.h"
 #include "dq4/half.h"
 #include "dq4/synth.h"
 #include "dq4/thread_pool.h"
-#include "../quant/model_files.h"
-#include "../quant/staging_dir.h"
 #include "synth_tokenizer.h"
 
 namespace dq4 {
