@@ -58,7 +58,7 @@ options=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then options+=(-G Ninja); fi
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" "${options[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 \
+  -DCMAKE_UNITY_BUILD=ON \
   -DDQ4_FUZZ=ON -DDQ4_BUILD_TOOLS=OFF -DDQ4_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" --target "${targets[@]}" --parallel "$(nproc)"
 

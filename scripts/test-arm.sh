@@ -30,7 +30,7 @@ if command -v ccache >/dev/null; then
   options+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 # Unity builds, as in test.sh: the headers parsed once per 8 files.
-cmake -S "$repo" -B "$build" "${options[@]}" -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 \
+cmake -S "$repo" -B "$build" "${options[@]}" -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" -DDQ4_BUILD_TOOLS=OFF
 cmake --build "$build" --target dq4_layer_checks kernels_tests model_tests --parallel "$(nproc)"
 

@@ -10,7 +10,7 @@ jobs="$(nproc)"
 # Unity builds (8 files per compiler run) halve the build: most of a file's compile time is the
 # headers (nlohmann/json alone takes 5 s), parsed once per batch instead of once per file.
 # (test-arm.sh and fuzz.sh build the same way.)
-unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
+unity=(-DCMAKE_UNITY_BUILD=ON)  # CMake batches 8 files by default
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 
