@@ -49,8 +49,9 @@ jq -r -n --slurpfile d "$work/dq4.json" --slurpfile l "$work/llamacpp.json" '
 
 echo "== dq4 alone: each case against its ceiling measured in the same run"
 jq -r '(["phase", "tokens", "threads", "head", "tok/s", "ceiling", "ratio", "head share", "RSS MB",
-         "load s"]),
+         "RSS/model", "load s"]),
        (.[] | [.phase, .tokens, .threads, .head, (.tokens_per_s * 100 | round / 100),
                (.ceiling_tokens_per_s * 100 | round / 100), (.ceiling_ratio * 1000 | round / 1000),
-               (.head_share * 1000 | round / 1000), (.peak_rss_mb | round), (.load_s * 100 | round / 100)])
+               (.head_share * 1000 | round / 1000), (.peak_rss_mb | round),
+               (.rss_ratio * 1000 | round / 1000), (.load_s * 100 | round / 100)])
        | @tsv' "$work/dq4.json" | column -t -s $'\t'

@@ -46,7 +46,9 @@ TEST(Cli, InfoPrintsFeaturesAndTheChosenKernel) {
 TEST(Cli, InfoHonoursDq4Isa) {
   const CliResult r = run("DQ4_ISA=reference", "info");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("w4a8 kernel chosen: reference (forced by DQ4_ISA)"), std::string::npos)
+  EXPECT_NE(r.out.find("w4a8 kernel chosen: reference (qai8dx_qsi4_f32_scalar_1x16) (forced by "
+                       "DQ4_ISA)"),
+            std::string::npos)
       << r.out;
 }
 
@@ -93,10 +95,12 @@ TEST(CliBench, JsonHasOneObjectPerCaseWithTheRequiredFields) {
   ASSERT_EQ(cases.size(), 8u);  // 2 shapes x 2 M x 2 groups x 1 thread count
   for (const auto& c : cases) {
     for (const char* field :
-         {"isa", "n", "k", "m", "group", "threads", "gflops", "weight_gbps", "roofline_ratio",
-          "roofline_bound", "bw_ratio", "peak_ratio", "speedup_vs_f32"})
+         {"isa", "variant", "n", "k", "m", "group", "threads", "gflops", "weight_gbps",
+          "roofline_ratio", "roofline_bound", "bw_ratio", "peak_ratio", "speedup_vs_f32"})
       EXPECT_TRUE(c.contains(field)) << field << " missing in " << c.dump();
     EXPECT_GT(c["gflops"].get<double>(), 0.0) << c.dump();
+    // The variant spells the types, then the kernel's ISA.
+    EXPECT_EQ(c["variant"].get<std::string>().rfind("qai8dx_qsi4_f32_", 0), 0u) << c.dump();
     EXPECT_GT(c["roofline_ratio"].get<double>(), 0.0) << c.dump();
     EXPECT_TRUE(c["roofline_bound"] == "memory" || c["roofline_bound"] == "compute") << c.dump();
     EXPECT_EQ(c["bw_ratio"].is_null(), c["m"].get<int>() > 4) << c.dump();

@@ -49,8 +49,9 @@ struct Args {
   int64_t ldq = 0;
   float* out = nullptr;  // [tokens, num_heads * head_dim], row stride ldo; must not overlap q
   int64_t ldo = 0;
-  int64_t tokens = 0;          // query rows
-  int64_t first_position = 0;  // position of query row 0; the cache holds [0, first_position + tokens)
+  int64_t tokens = 0;  // query rows
+  int64_t first_position =
+      0;  // position of query row 0; the cache holds [0, first_position + tokens)
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   int64_t window = 0;  // sliding window in tokens (Mistral); 0 = the whole prefix
   float scale = 0;     // usually 1 / sqrt(head_dim)
@@ -62,6 +63,8 @@ struct Args {
 std::vector<const Kernel*> compiled_kernels();  // reference first, best last
 const Kernel* find_kernel(std::string_view name);
 std::string_view kernel_name(const Kernel& kernel);
+// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
+std::string_view variant_name(const Kernel& kernel);
 bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
 const Kernel& default_kernel();  // best supported, or the DQ4_ISA choice (family "attention")
 const Kernel& select_kernel(std::string_view isa_override);

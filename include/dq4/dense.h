@@ -84,6 +84,8 @@ std::vector<const Kernel*> compiled_kernels();
 // or nullptr when this build does not have it.
 const Kernel* find_kernel(std::string_view name);
 std::string_view kernel_name(const Kernel& kernel);
+// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
+std::string_view variant_name(const Kernel& kernel);
 // Whether the kernel computes the exact math above (false for avx512_bf16 and neon_bf16, which
 // differ on BF16 weights only).
 bool kernel_is_exact(const Kernel& kernel);

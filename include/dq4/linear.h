@@ -65,7 +65,7 @@ class Linear {
     int64_t group_size;  // int4 parts; 0 = channelwise
     int64_t first_column, columns;
     std::vector<std::string> modules;
-    std::string kernel;
+    std::string kernel;  // the variant that runs it (types, ISA, tiles)
   };
   std::vector<PartInfo> parts() const;
 

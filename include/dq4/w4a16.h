@@ -16,7 +16,7 @@
 //   y = y > min ? y : min;  y = y < max ? y : max
 // Each fma rounds once (lanes = output columns, so SIMD FMA reproduces it exactly).
 //
-// Packing: the layout of the W4A8 family (src/kernels/w4a8/layout.h), so one packed copy serves
+// Packing: the layout of the W4A8 family (src/kernels/int4/layout.h), so one packed copy serves
 // both families. w4a16::pack() of channelwise weights or bf16 group scales is byte-identical to
 // w4a8::pack() for the W4A8 kernel of the same panel width; f32 and f16 group scales are kept
 // exactly as f32 (W4A8 rounds them to bf16), and such packs are W4A16-only. matmul() also runs
@@ -76,6 +76,8 @@ std::vector<const Kernel*> compiled_kernels();
 // does not have it.
 const Kernel* find_kernel(std::string_view name);
 std::string_view kernel_name(const Kernel& kernel);
+// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
+std::string_view variant_name(const Kernel& kernel);
 // Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
 bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
 // The best kernel this CPU supports, or the one DQ4_ISA asks for (src/kernels/family.h: a W4A8

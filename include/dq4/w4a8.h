@@ -70,6 +70,8 @@ std::vector<const Kernel*> compiled_kernels();
 // "neon_dotprod", "neon_i8mm"), or nullptr when this build does not have it.
 const Kernel* find_kernel(std::string_view name);
 std::string_view kernel_name(const Kernel& kernel);
+// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
+std::string_view variant_name(const Kernel& kernel);
 // Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
 bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
 // The best kernel this CPU supports, or the one DQ4_ISA names (grammar: src/kernels/family.h;

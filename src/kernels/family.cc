@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dq4/aligned_buffer.h"
+
 namespace dq4::kernels {
 namespace {
 
@@ -62,6 +64,12 @@ std::string requested_kernel(std::string_view family, std::string_view isa_overr
     }
   }
   return qualified.empty() ? plain : qualified;
+}
+
+uint8_t* thread_scratch(size_t bytes) {
+  thread_local AlignedBuffer buffer;
+  if (buffer.size() < bytes) buffer = AlignedBuffer(bytes);
+  return buffer.data();
 }
 
 std::string unsupported_reason(const char* name, const char* needs) {

@@ -1,6 +1,13 @@
 #pragma once
-// What the kernel families (w4a8, dense, ...) share: the run-time choice of a variant (CPU
-// features and DQ4_ISA), the checks of matmul() arguments and the split of an output into tiles.
+// The shape every kernel family (w4a8, w4a16, dense, attention) has: a descriptor `Kernel` per
+// variant (one file per ISA), a Registry of the variants compiled in and the run-time choice among
+// them (CPU features and DQ4_ISA), and a driver that checks the arguments, prepares the rows and
+// runs the output tiles over the pool, handing each call the scratch it needs.
+//
+// A variant has two names: `name`, the ISA, which DQ4_ISA uses ("avx512_vnni"), and `variant`,
+// what it computes, spelled <activations>_<weights>_<output>_<isa>_<tiles> with KleidiAI's type
+// names ("qai8dx_qsi4_f32_avx512vnni_4x64_8x32": int8 activations quantized per row, signed int4
+// weights, f32 out; rows x columns of its tiles), which `dq4 info` and the benchmarks print.
 //
 // DQ4_ISA is a comma-separated list of entries, each `<kernel>` or `<family>:<kernel>`:
 //   * a family uses the kernel of its own `<family>:<kernel>` entry if there is one, else the
@@ -12,7 +19,9 @@
 //     lacks, and a chosen kernel this CPU cannot run are errors (dq4::Error).
 // The automatic choice is the best supported kernel that computes the family's exact math.
 
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +29,7 @@
 #include "dq4/cpu_features.h"
 #include "dq4/error.h"
 #include "dq4/matmul_args.h"
+#include "dq4/thread_pool.h"
 
 namespace dq4::kernels {
 
@@ -71,13 +81,49 @@ bool supported_here(const Kernel& kernel, std::string* why) {
   return false;
 }
 
-// select_kernel() for the process's DQ4_ISA (unset = automatic).
+// A family's compiled variants, the scalar reference first and the best last.
 template <class Kernel>
-const Kernel& select_from_environment(std::string_view family,
-                                      const std::vector<const Kernel*>& kernels) {
-  const char* env = std::getenv("DQ4_ISA");
-  return select_kernel(family, kernels, env != nullptr ? env : "");
-}
+class Registry {
+ public:
+  Registry(std::string_view family, std::vector<const Kernel*> kernels)
+      : family_(family), kernels_(std::move(kernels)) {}
+
+  const std::vector<const Kernel*>& kernels() const { return kernels_; }
+  const Kernel* find(std::string_view name) const { return find_by_name(kernels_, name); }
+  const Kernel& select(std::string_view isa_override) const {
+    return select_kernel(family_, kernels_, isa_override);
+  }
+  // select() for the process's DQ4_ISA (unset: automatic), decided on first use; an invalid
+  // DQ4_ISA throws on every use.
+  const Kernel& automatic() const {
+    std::call_once(once_, [this] {
+      const char* env = std::getenv("DQ4_ISA");
+      automatic_ = &select(env != nullptr ? env : "");
+    });
+    return *automatic_;
+  }
+
+ private:
+  std::string_view family_;
+  std::vector<const Kernel*> kernels_;
+  mutable std::once_flag once_;
+  mutable const Kernel* automatic_ = nullptr;
+};
+
+// Defines the registry functions every family's public header declares, over the family's
+// `registry()` (its registry.cc: the one place that lists its variants).
+#define DQ4_KERNEL_FAMILY_FUNCTIONS                                                  \
+  std::vector<const Kernel*> compiled_kernels() { return registry().kernels(); }     \
+  const Kernel* find_kernel(std::string_view name) { return registry().find(name); } \
+  std::string_view kernel_name(const Kernel& kernel) { return kernel.name; }         \
+  std::string_view variant_name(const Kernel& kernel) { return kernel.variant; }     \
+  bool kernel_supported(const Kernel& kernel, std::string* why) {                    \
+    return ::dq4::kernels::supported_here(kernel, why);                              \
+  }                                                                                  \
+  const Kernel& select_kernel(std::string_view isa_override) {                       \
+    return registry().select(isa_override);                                          \
+  }                                                                                  \
+  const Kernel& default_kernel() { return registry().automatic(); }
 
 // Throws dq4::Error naming `function` and the field for invalid arguments of a matmul of packed
 // weights [n, k] (`packed` false: the weights were never packed).
@@ -102,5 +148,46 @@ struct TileSplit {
   }
 };
 TileSplit split_tiles(int64_t m, int64_t panels, int threads, int64_t row_block = 128);
+
+// The driver's steps, in the order a family's matmul() takes them.
+
+// The threads a call runs on: `max_threads` (0: all) capped at the pool's size.
+inline int call_threads(const ThreadPool& pool, int max_threads) {
+  return max_threads > 0 ? std::min(max_threads, pool.size()) : pool.size();
+}
+
+// Runs `prepare(m0, m1)` over m rows split in one range per thread. It prepares the rows as the
+// family's kernels read them (quantized, converted, or only checked) and returns the first row
+// of [m0, m1) holding a NaN or an infinity, or -1: such a row is an error naming `function`.
+template <class Prepare>
+void prepare_rows(std::string_view function, int64_t m, ThreadPool& pool, int threads,
+                  Prepare&& prepare) {
+  const int64_t tasks = std::min<int64_t>(m, threads);
+  std::vector<int64_t> bad_row(static_cast<size_t>(tasks), -1);
+  pool.run(
+      tasks, [&](int64_t t) { bad_row[t] = prepare(m * t / tasks, m * (t + 1) / tasks); }, threads);
+  for (int64_t row : bad_row)
+    if (row >= 0)
+      throw Error(std::string(function) + ": activation row " + std::to_string(row) +
+                  " holds a NaN or infinite value");
+}
+
+// Runs `run_tile(m0, m1, p0, p1)` for every non-empty tile of split_tiles(m, panels, threads).
+template <class RunTile>
+void run_tiles(int64_t m, int64_t panels, ThreadPool& pool, int threads, RunTile&& run_tile) {
+  const TileSplit split = split_tiles(m, panels, threads);
+  pool.run(
+      split.tiles(),
+      [&](int64_t t) {
+        int64_t m0, m1, p0, p1;
+        split.tile(t, &m0, &m1, &p0, &p1);
+        if (p0 < p1) run_tile(m0, m1, p0, p1);
+      },
+      threads);
+}
+
+// At least `bytes` of scratch (64-byte aligned) owned by the calling thread and kept for its
+// later calls: kernels never allocate, the driver hands each call the scratch it asks for.
+uint8_t* thread_scratch(size_t bytes);
 
 }  // namespace dq4::kernels

@@ -213,7 +213,9 @@ ServeBenchResult run_serve_bench(const ServeBenchOptions& o) {
         const Clock::time_point due = start + std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(arrival[i]));
         std::this_thread::sleep_until(due);
-        timings[i] = runner.run(client, int64_t(i) + 1, due);  // latency counts from arrival
+        // Latency counts from sending, as vllm bench serve counts it: the time a request waits
+        // for a free slot of --concurrency is the client's queue, not the server's latency.
+        timings[i] = runner.run(client, int64_t(i) + 1, Clock::now());
       }
     });
   for (std::thread& t : workers) t.join();

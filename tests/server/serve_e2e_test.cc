@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "../cli_runner.h"
 #include "http_client.h"
 #include "serve_process.h"
 
@@ -333,6 +334,33 @@ TEST_F(ServeEndToEnd, SoakLosesDuplicatesAndTruncatesNothing) {
     return metric(port(), "vllm:num_requests_running") == 0 &&
            metric(port(), "dq4_kv_cache_blocks_used") == 0;
   }));
+}
+
+// `dq4 bench serve` against the live server: every request completes with the asked-for tokens,
+// and latencies count from sending. At concurrency 1 the 16 requests run one after another, so
+// the median takes about 1/16 of the run; counted from the run's start (each request waiting for
+// its turn), it would take half of it.
+TEST_F(ServeEndToEnd, BenchServeMeasuresEveryRequestFromSending) {
+  const CliResult r = run_dq4("bench serve --url http://127.0.0.1:" + std::to_string(port()) +
+                              " --api-key " + kKey +
+                              " --concurrency 1,4 --num-prompts 16 --input-len 16 --output-len 8"
+                              " --max-token-id 500 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json levels = json::parse(r.out);
+  ASSERT_EQ(levels.size(), 2u) << r.out;
+  for (const json& level : levels) {
+    EXPECT_EQ(level["completed"], 16) << level.dump();
+    EXPECT_EQ(level["failed"], 0) << level.dump();
+    EXPECT_EQ(level["output_tokens"], 16 * 8) << level.dump();
+    EXPECT_EQ(level["input_tokens"], 16 * 16) << level.dump();
+    EXPECT_GT(level["ttft"]["p50_ms"].get<double>(), 0) << level.dump();
+    EXPECT_LE(level["ttft"]["p99_ms"].get<double>(), level["e2e"]["p99_ms"].get<double>())
+        << level.dump();
+  }
+  const json& one = levels[0];
+  ASSERT_EQ(one["concurrency"], 1);
+  EXPECT_LT(one["e2e"]["p50_ms"].get<double>(), 0.25 * 1e3 * one["duration_s"].get<double>())
+      << one.dump();
 }
 
 TEST(ServeLimits, OverloadGets503WithRetryAfterThenServes) {

@@ -60,6 +60,13 @@ uint64_t peak_rss_bytes() {
   return 0;
 }
 
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
 std::string megabytes(uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f MB", static_cast<double>(bytes) / 1e6);

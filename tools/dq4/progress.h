@@ -34,6 +34,9 @@ NoticeCallback stderr_notice();
 // The peak resident set size (VmHWM of /proc/self/status: anonymous plus file-backed mapped
 // pages) in bytes, or 0 where that is unavailable.
 uint64_t peak_rss_bytes();
+// Starts peak_rss_bytes() over from the current RSS (Linux: /proc/self/clear_refs). False if the
+// kernel refused.
+bool reset_peak_rss();
 
 // 1234567 -> "1.23 MB".
 std::string megabytes(uint64_t bytes);

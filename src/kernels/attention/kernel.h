@@ -67,8 +67,9 @@ DQ4_ATTENTION_INLINE float widen_bf16(uint16_t bits) {
 }
 
 struct Kernel {
-  const char* name;
-  const char* needs;  // the CPU features it needs, for error messages
+  const char* name;     // what DQ4_ISA calls it: the ISA
+  const char* variant;  // what it computes: types, ISA, tiles (family.h)
+  const char* needs;    // the CPU features it needs, for error messages
   bool (*supported)(const CpuFeatures&);
   // Computes `tile` of `problem` into problem.out, using scratch_floats() floats of `scratch`
   // (64-byte aligned).

@@ -55,6 +55,7 @@ bool supported(const CpuFeatures&) { return true; }
 
 }  // namespace
 
-extern const Kernel kReferenceKernel = {"reference", "nothing", supported, run};
+extern const Kernel kReferenceKernel = {"reference", "f32_f32bf16kv_f32_scalar_1row", "nothing",
+                                        supported, run};
 
 }  // namespace dq4::attention

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "../family.h"
-#include "dq4/aligned_buffer.h"
 #include "dq4/attention.h"
 #include "dq4/error.h"
 #include "dq4/thread_pool.h"
@@ -80,14 +79,6 @@ Problem checked_problem(const Args& a) {
                  a.num_heads, a.num_kv_heads, a.head_dim, a.window, a.scale,  a.kv};
 }
 
-// A thread's scratch, grown to the largest tile it has run and kept for later calls.
-float* thread_scratch(int64_t floats) {
-  thread_local AlignedBuffer buffer;
-  const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
-  if (buffer.size() < bytes) buffer = AlignedBuffer(bytes);
-  return reinterpret_cast<float*>(buffer.data());
-}
-
 }  // namespace
 
 void run(const Args& a, const Kernel& kernel) {
@@ -95,7 +86,7 @@ void run(const Args& a, const Kernel& kernel) {
   if (!kernel.supported(cpu_features()))
     fail(kernels::unsupported_reason(kernel.name, kernel.needs));
   ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
-  const int threads = a.max_threads > 0 ? std::min(a.max_threads, pool.size()) : pool.size();
+  const int threads = kernels::call_threads(pool, a.max_threads);
 
   // Whole kv head groups share their keys and values; split a group's heads only when there
   // are too few tiles to keep the threads busy.
@@ -119,7 +110,8 @@ void run(const Args& a, const Kernel& kernel) {
         t.head_end = g * group + group * (split + 1) / head_splits;
         t.row_begin = rb * kRowBlock;
         t.row_end = std::min(p.tokens, t.row_begin + kRowBlock);
-        kernel.run(p, t, thread_scratch(scratch_floats(p, t)));
+        const auto bytes = static_cast<size_t>(scratch_floats(p, t)) * sizeof(float);
+        kernel.run(p, t, reinterpret_cast<float*>(kernels::thread_scratch(bytes)));
       },
       threads);
 }

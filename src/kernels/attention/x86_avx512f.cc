@@ -54,6 +54,7 @@ bool supported(const CpuFeatures& f) { return f.avx2 && f.fma && f.avx512f; }
 
 }  // namespace
 
-extern const Kernel kAvx512fKernel = {"avx512f", "avx2+fma+avx512f", supported, run_simd<Zmm>};
+extern const Kernel kAvx512fKernel = {"avx512f", "f32_f32bf16kv_f32_avx512f_4rows",
+                                      "avx2+fma+avx512f", supported, run_simd<Zmm>};
 
 }  // namespace dq4::attention

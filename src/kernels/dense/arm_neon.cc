@@ -14,7 +14,8 @@ bool supported(const CpuFeatures& f) { return f.neon; }
 
 }  // namespace
 
-extern const Kernel kNeonKernel = {"neon", "neon",    Neon::kNr, true,
-                                   false,  supported, prepare,   run_exact<Neon>};
+extern const Kernel kNeonKernel = {
+    "neon",         "f32_f32bf16_f32_neon_4x16", "neon", Neon::kNr, true, false, supported, prepare,
+    run_exact<Neon>};
 
 }  // namespace dq4::dense

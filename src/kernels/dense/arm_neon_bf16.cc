@@ -63,7 +63,10 @@ bool supported(const CpuFeatures& f) { return f.neon && f.neon_bf16; }
 
 }  // namespace
 
-extern const Kernel kNeonBf16Kernel = {"neon_bf16", "neon+bf16", Neon::kNr, false,
-                                       true,        supported,   prepare,   run};
+extern const Kernel kNeonBf16Kernel = {"neon_bf16", "bf16_bf16_f32_neonbf16_4x16",
+                                       "neon+bf16", Neon::kNr,
+                                       false,       true,
+                                       supported,   prepare,
+                                       run};
 
 }  // namespace dq4::dense

@@ -20,11 +20,12 @@ struct Lhs {
 };
 
 struct Kernel {
-  const char* name;
-  const char* needs;  // the CPU features it needs, for error messages
-  int64_t nr;         // panel width of its packed layout
-  bool exact;         // computes the exact math of dense.h (else: chosen only by name)
-  bool needs_pairs;   // prepare() fills Lhs::pairs
+  const char* name;     // what DQ4_ISA calls it: the ISA
+  const char* variant;  // what it computes: types, ISA, tiles (family.h)
+  const char* needs;    // the CPU features it needs, for error messages
+  int64_t nr;           // panel width of its packed layout
+  bool exact;           // computes the exact math of dense.h (else: chosen only by name)
+  bool needs_pairs;     // prepare() fills Lhs::pairs
   bool (*supported)(const CpuFeatures&);
   // Checks rows [m0, m1) of the activations (and converts them if needs_pairs). Returns the
   // index of the first row holding a non-finite value, or -1.

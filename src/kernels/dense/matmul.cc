@@ -33,7 +33,7 @@ void matmul(const PackedWeights& w, const MatmulArgs& a) {
   const Element element = w.element() == WeightType::bf16 ? Element::bf16 : Element::f32;
   const Layout l = make_layout(w.n(), w.k(), element, kernel.nr);
   ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
-  const int threads = a.max_threads > 0 ? std::min(a.max_threads, pool.size()) : pool.size();
+  const int threads = kernels::call_threads(pool, a.max_threads);
 
   Lhs lhs;
   lhs.x = a.x;
@@ -44,30 +44,13 @@ void matmul(const PackedWeights& w, const MatmulArgs& a) {
     lhs.pairs = scratch.pairs(a.m, lhs.ld_pairs);
   }
 
-  // Check (and convert) every row once, rows split over the threads.
-  const int64_t row_tasks = std::min<int64_t>(a.m, threads);
-  std::vector<int64_t> bad_row(static_cast<size_t>(row_tasks), -1);
-  pool.run(
-      row_tasks,
-      [&](int64_t t) {
-        bad_row[t] = kernel.prepare(l, a.m * t / row_tasks, a.m * (t + 1) / row_tasks, lhs);
-      },
-      threads);
-  for (int64_t row : bad_row)
-    if (row >= 0)
-      throw Error("dense::matmul: activation row " + std::to_string(row) +
-                  " holds a NaN or infinite value");
-
-  const kernels::TileSplit split = kernels::split_tiles(a.m, l.panels, threads);
+  kernels::prepare_rows("dense::matmul", a.m, pool, threads,
+                        [&](int64_t m0, int64_t m1) { return kernel.prepare(l, m0, m1, lhs); });
   const uint8_t* packed = w.data();
-  pool.run(
-      split.tiles(),
-      [&](int64_t t) {
-        int64_t m0, m1, p0, p1;
-        split.tile(t, &m0, &m1, &p0, &p1);
-        if (p0 < p1) kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
-      },
-      threads);
+  kernels::run_tiles(a.m, l.panels, pool, threads,
+                     [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+                       kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
+                     });
 }
 
 }  // namespace dq4::dense

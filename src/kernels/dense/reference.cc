@@ -45,7 +45,8 @@ bool supported(const CpuFeatures&) { return true; }
 
 }  // namespace
 
-extern const Kernel kReferenceKernel = {"reference", "nothing", 16,      true,
-                                        false,       supported, prepare, run};
+extern const Kernel kReferenceKernel = {
+    "reference", "f32_f32bf16_f32_scalar_1x16", "nothing", 16, true, false, supported, prepare,
+    run};
 
 }  // namespace dq4::dense

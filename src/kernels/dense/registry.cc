@@ -18,36 +18,24 @@ extern const Kernel kNeonKernel;
 extern const Kernel kNeonBf16Kernel;
 #endif
 
-std::vector<const Kernel*> compiled_kernels() {
-  return {
+namespace {
+
+const kernels::Registry<Kernel>& registry() {
+  static const kernels::Registry<Kernel> table("dense", {
     &kReferenceKernel,
 #if defined(__x86_64__)
         &kAvx2Kernel, &kAvx512fKernel, &kAvx512Bf16Kernel,
 #elif defined(__aarch64__)
         &kNeonKernel, &kNeonBf16Kernel,
 #endif
-  };
+  });
+  return table;
 }
 
-const Kernel* find_kernel(std::string_view name) {
-  return kernels::find_by_name(compiled_kernels(), name);
-}
+}  // namespace
 
-std::string_view kernel_name(const Kernel& kernel) { return kernel.name; }
+DQ4_KERNEL_FAMILY_FUNCTIONS
 
 bool kernel_is_exact(const Kernel& kernel) { return kernel.exact; }
-
-bool kernel_supported(const Kernel& kernel, std::string* why) {
-  return kernels::supported_here(kernel, why);
-}
-
-const Kernel& select_kernel(std::string_view isa_override) {
-  return kernels::select_kernel("dense", compiled_kernels(), isa_override);
-}
-
-const Kernel& default_kernel() {
-  static const Kernel& chosen = kernels::select_from_environment("dense", compiled_kernels());
-  return chosen;
-}
 
 }  // namespace dq4::dense

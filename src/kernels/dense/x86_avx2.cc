@@ -59,7 +59,10 @@ bool supported(const CpuFeatures& f) { return f.avx2 && f.fma; }
 
 }  // namespace
 
-extern const Kernel kAvx2Kernel = {"avx2", "avx2+fma", Ymm::kNr, true,
-                                   false,  supported,  prepare,  run_exact<Ymm>};
+extern const Kernel kAvx2Kernel = {"avx2",        "f32_f32bf16_f32_avx2_2x32",
+                                   "avx2+fma",    Ymm::kNr,
+                                   true,          false,
+                                   supported,     prepare,
+                                   run_exact<Ymm>};
 
 }  // namespace dq4::dense

@@ -67,7 +67,14 @@ bool supported(const CpuFeatures& f) { return f.avx512f && f.avx512_bf16; }
 
 }  // namespace
 
-extern const Kernel kAvx512Bf16Kernel = {
-    "avx512_bf16", "avx512f+avx512_bf16", Zmm::kNr, false, true, supported, prepare, run};
+extern const Kernel kAvx512Bf16Kernel = {"avx512_bf16",
+                                         "bf16_bf16_f32_avx512bf16_4x64",
+                                         "avx512f+avx512_bf16",
+                                         Zmm::kNr,
+                                         false,
+                                         true,
+                                         supported,
+                                         prepare,
+                                         run};
 
 }  // namespace dq4::dense

@@ -14,7 +14,10 @@ bool supported(const CpuFeatures& f) { return f.avx512f; }
 
 }  // namespace
 
-extern const Kernel kAvx512fKernel = {"avx512f", "avx512f", Zmm::kNr, true,
-                                      false,     supported, prepare,  run_exact<Zmm>};
+extern const Kernel kAvx512fKernel = {"avx512f",     "f32_f32bf16_f32_avx512f_4x64",
+                                      "avx512f",     Zmm::kNr,
+                                      true,          false,
+                                      supported,     prepare,
+                                      run_exact<Zmm>};
 
 }  // namespace dq4::dense

@@ -69,6 +69,7 @@ bool supported(const CpuFeatures& f) { return f.neon; }
 
 }  // namespace
 
-extern const Kernel kNeonKernel = {"neon", "neon", Neon::kNr, supported, run<Neon>};
+extern const Kernel kNeonKernel = {"neon",   "f32_qsi4_f32_neon_6x16", "neon", Neon::kNr, supported,
+                                   run<Neon>};
 
 }  // namespace dq4::w4a16

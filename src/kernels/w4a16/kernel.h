@@ -1,23 +1,26 @@
 #pragma once
 // The descriptor every W4A16 variant fills in (one per ISA file). Variants read the int4 layout
-// shared with W4A8 (../w4a8/layout.h) and never allocate or start threads: matmul() splits the
+// shared with W4A8 (../int4/layout.h) and never allocate or start threads: matmul() splits the
 // output into row ranges x panel ranges and calls `run` on each.
 
 #include <cstdint>
 
-#include "../w4a8/layout.h"
+#include "../int4/layout.h"
 #include "dq4/cpu_features.h"
 
 namespace dq4::w4a16 {
 
-using w4a8::GroupScales;
-using w4a8::Layout;
-using w4a8::PanelView;
+using int4::GroupScales;
+using int4::Layout;
+using int4::make_layout;
+using int4::panel_view;
+using int4::PanelView;
 
 struct Kernel {
-  const char* name;
-  const char* needs;  // the CPU features it needs, for error messages
-  int64_t nr;         // panel width of the layout it packs (the reference runs any width)
+  const char* name;     // what DQ4_ISA calls it: the ISA
+  const char* variant;  // what it computes: types, ISA, tiles (family.h)
+  const char* needs;    // the CPU features it needs, for error messages
+  int64_t nr;           // panel width of the layout it packs (the reference runs any width)
   bool (*supported)(const CpuFeatures&);
   // y[m0..m1) x [columns of panels p0..p1) = clamp(x[m0..m1) . dequant(W)^T + bias, lo, hi),
   // x and y with row strides ldx and ldy.

@@ -16,7 +16,7 @@
 namespace dq4::w4a16 {
 namespace {
 
-// The first row of x in [m0, m1) holding a NaN or an infinity, or -1.
+// The first row of x in [m0, m1) holding a NaN or an infinity, or -1 (W4A16 reads x as it is).
 int64_t first_non_finite_row(const float* x, int64_t ldx, int64_t k, int64_t m0, int64_t m1) {
   for (int64_t m = m0; m < m1; ++m) {
     const float* row = x + m * ldx;
@@ -27,33 +27,17 @@ int64_t first_non_finite_row(const float* x, int64_t ldx, int64_t k, int64_t m0,
   return -1;
 }
 
-void run_tiles(const Kernel& kernel, const Layout& l, const uint8_t* packed, const MatmulArgs& a) {
+void run_rows_and_tiles(const Kernel& kernel, const Layout& l, const uint8_t* packed,
+                        const MatmulArgs& a) {
   ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
-  const int threads = a.max_threads > 0 ? std::min(a.max_threads, pool.size()) : pool.size();
-
-  const int64_t row_tasks = std::min<int64_t>(a.m, threads);
-  std::vector<int64_t> bad_row(static_cast<size_t>(row_tasks), -1);
-  pool.run(
-      row_tasks,
-      [&](int64_t t) {
-        bad_row[t] =
-            first_non_finite_row(a.x, a.ldx, l.k, a.m * t / row_tasks, a.m * (t + 1) / row_tasks);
-      },
-      threads);
-  for (int64_t row : bad_row)
-    if (row >= 0)
-      throw Error("w4a16::matmul: activation row " + std::to_string(row) +
-                  " holds a NaN or infinite value");
-
-  const kernels::TileSplit split = kernels::split_tiles(a.m, l.panels, threads);
-  pool.run(
-      split.tiles(),
-      [&](int64_t t) {
-        int64_t m0, m1, p0, p1;
-        split.tile(t, &m0, &m1, &p0, &p1);
-        if (p0 < p1) kernel.run(l, packed, a.x, a.ldx, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
-      },
-      threads);
+  const int threads = kernels::call_threads(pool, a.max_threads);
+  kernels::prepare_rows("w4a16::matmul", a.m, pool, threads, [&](int64_t m0, int64_t m1) {
+    return first_non_finite_row(a.x, a.ldx, l.k, m0, m1);
+  });
+  kernels::run_tiles(a.m, l.panels, pool, threads,
+                     [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+                       kernel.run(l, packed, a.x, a.ldx, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
+                     });
 }
 
 // The kernel that runs weights packed with panel width nr: the default when it matches (or is the
@@ -72,16 +56,16 @@ const Kernel& kernel_for_width(int64_t nr) {
 void matmul(const PackedWeights& w, const MatmulArgs& a) {
   kernels::check_matmul_args("w4a16::matmul", w.data() != nullptr, w.n(), w.k(), a);
   const Kernel& kernel = w.kernel();
-  const Layout l = w4a8::make_layout(w.n(), w.k(), w.group_size(), kernel.nr,
-                                     w.f32_group_scales() ? GroupScales::f32 : GroupScales::bf16);
-  run_tiles(kernel, l, w.data(), a);
+  const Layout l = make_layout(w.n(), w.k(), w.group_size(), kernel.nr,
+                               w.f32_group_scales() ? GroupScales::f32 : GroupScales::bf16);
+  run_rows_and_tiles(kernel, l, w.data(), a);
 }
 
 void matmul(const w4a8::PackedWeights& w, const MatmulArgs& a) {
   kernels::check_matmul_args("w4a16::matmul", w.data() != nullptr, w.n(), w.k(), a);
   const int64_t nr = w.kernel().nr;
-  const Layout l = w4a8::make_layout(w.n(), w.k(), w.group_size(), nr, GroupScales::bf16);
-  run_tiles(kernel_for_width(nr), l, w.data(), a);
+  const Layout l = make_layout(w.n(), w.k(), w.group_size(), nr, GroupScales::bf16);
+  run_rows_and_tiles(kernel_for_width(nr), l, w.data(), a);
 }
 
 }  // namespace dq4::w4a16

@@ -1,6 +1,7 @@
-// W4A16 packing: the W4A8 packer (../w4a8/pack.h) with the checkpoint's group scales kept exact.
+// W4A16 packing: the shared int4 packer (../int4/pack.h) with the checkpoint's group scales kept
+// exact.
 
-#include "../w4a8/pack.h"
+#include "../int4/pack.h"
 
 #include <utility>
 
@@ -14,8 +15,8 @@ PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool*
   // bf16 group scales are stored as they are (so the pack is W4A8's too); f32 and f16 ones would
   // lose bits in bf16 and are stored as f32.
   const bool f32_scales = source.scale_type != ScaleType::bf16;
-  w4a8::PackedPanels panels =
-      w4a8::pack_panels(source, kernel.nr, f32_scales ? GroupScales::f32 : GroupScales::bf16,
+  int4::PackedPanels panels =
+      int4::pack_panels(source, kernel.nr, f32_scales ? GroupScales::f32 : GroupScales::bf16,
                         pool != nullptr ? *pool : ThreadPool::global(), "w4a16::pack");
   PackedWeights out;
   out.data_ = std::move(panels.data);

@@ -46,7 +46,7 @@ float output(const PanelView& panel, int64_t c, const float* x) {
 void run(const Layout& l, const uint8_t* packed, const float* x, int64_t ldx, int64_t m0,
          int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
   for (int64_t p = p0; p < p1; ++p) {
-    const PanelView panel = w4a8::panel_view(packed, l, p);
+    const PanelView panel = panel_view(packed, l, p);
     for (int64_t c = 0; c < l.nr && p * l.nr + c < l.n; ++c)
       for (int64_t m = m0; m < m1; ++m)
         y[m * ldy + p * l.nr + c] = clamp(output(panel, c, x + m * ldx), lo, hi);
@@ -57,6 +57,7 @@ bool supported(const CpuFeatures&) { return true; }
 
 }  // namespace
 
-extern const Kernel kReferenceKernel = {"reference", "nothing", 16, supported, run};
+extern const Kernel kReferenceKernel = {
+    "reference", "f32_qsi4_f32_scalar_1x16", "nothing", 16, supported, run};
 
 }  // namespace dq4::w4a16

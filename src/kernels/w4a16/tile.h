@@ -69,7 +69,7 @@ void tile(const Layout& l, const uint8_t* packed, int64_t p, int j0, const float
   constexpr int NP = (NV + kPanelVectors - 1) / kPanelVectors;
   PanelView panel[NP];
 #pragma GCC unroll 24
-  for (int j = 0; j < NP; ++j) panel[j] = w4a8::panel_view(packed, l, p + j);
+  for (int j = 0; j < NP; ++j) panel[j] = panel_view(packed, l, p + j);
   const float* row[MR];
 #pragma GCC unroll 24
   for (int r = 0; r < MR; ++r) row[r] = x + (m + r) * ldx;

@@ -72,6 +72,7 @@ bool supported(const CpuFeatures& f) { return f.avx2 && f.fma; }
 
 }  // namespace
 
-extern const Kernel kAvx2Kernel = {"avx2", "avx2+fma", Avx2::kNr, supported, run<Avx2>};
+extern const Kernel kAvx2Kernel = {
+    "avx2", "f32_qsi4_f32_avx2_6x16", "avx2+fma", Avx2::kNr, supported, run<Avx2>};
 
 }  // namespace dq4::w4a16

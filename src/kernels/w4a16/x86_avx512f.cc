@@ -65,6 +65,7 @@ bool supported(const CpuFeatures& f) { return f.avx512f; }
 
 }  // namespace
 
-extern const Kernel kAvx512fKernel = {"avx512f", "avx512f", Avx512f::kNr, supported, run<Avx512f>};
+extern const Kernel kAvx512fKernel = {
+    "avx512f", "f32_qsi4_f32_avx512f_6x64", "avx512f", Avx512f::kNr, supported, run<Avx512f>};
 
 }  // namespace dq4::w4a16

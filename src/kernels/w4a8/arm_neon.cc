@@ -60,7 +60,8 @@ bool supported(const CpuFeatures& f) { return f.neon; }
 
 }  // namespace
 
-extern const Kernel kNeonKernel = {"neon",    "neon",        arm::kNr,
-                                   supported, arm::quantize, arm::run<NeonSums>};
+extern const Kernel kNeonKernel = {
+    "neon",        "qai8dx_qsi4_f32_neon_4x16", "neon", arm::kNr, supported,
+    arm::quantize, arm::run<NeonSums>};
 
 }  // namespace dq4::w4a8

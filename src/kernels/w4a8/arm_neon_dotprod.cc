@@ -11,7 +11,12 @@ bool supported(const CpuFeatures& f) { return f.neon && f.neon_dotprod; }
 
 }  // namespace
 
-extern const Kernel kNeonDotprodKernel = {"neon_dotprod", "neon+dotprod", arm::kNr,
-                                          supported,      arm::quantize,  arm::run<arm::SdotSums>};
+extern const Kernel kNeonDotprodKernel = {"neon_dotprod",
+                                          "qai8dx_qsi4_f32_neondotprod_4x16",
+                                          "neon+dotprod",
+                                          arm::kNr,
+                                          supported,
+                                          arm::quantize,
+                                          arm::run<arm::SdotSums>};
 
 }  // namespace dq4::w4a8

@@ -61,7 +61,9 @@ bool supported(const CpuFeatures& f) { return f.neon && f.neon_dotprod && f.neon
 
 }  // namespace
 
-extern const Kernel kNeonI8mmKernel = {"neon_i8mm", "neon+dotprod+i8mm", arm::kNr,
-                                       supported,   arm::quantize,       arm::run<SmmlaSums>};
+extern const Kernel kNeonI8mmKernel = {"neon_i8mm",         "qai8dx_qsi4_f32_neoni8mm_4x16",
+                                       "neon+dotprod+i8mm", arm::kNr,
+                                       supported,           arm::quantize,
+                                       arm::run<SmmlaSums>};
 
 }  // namespace dq4::w4a8

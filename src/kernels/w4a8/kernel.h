@@ -5,10 +5,18 @@
 
 #include <cstdint>
 
+#include "../int4/layout.h"
 #include "dq4/cpu_features.h"
-#include "layout.h"
 
 namespace dq4::w4a8 {
+
+using int4::GroupScales;
+using int4::kMaxK;
+using int4::Layout;
+using int4::make_layout;
+using int4::panel_view;
+using int4::PanelView;
+using int4::round_up;
 
 // Activations quantized per row (qai8dx), in natural k order, each row zero-padded to kp.
 struct QuantizedLhs {
@@ -21,9 +29,10 @@ struct QuantizedLhs {
 };
 
 struct Kernel {
-  const char* name;
-  const char* needs;  // the CPU features it needs, for error messages
-  int64_t nr;         // panel width of its packed layout
+  const char* name;     // what DQ4_ISA calls it: the ISA
+  const char* variant;  // what it computes: types, ISA, tiles (family.h)
+  const char* needs;    // the CPU features it needs, for error messages
+  int64_t nr;           // panel width of its packed layout
   bool (*supported)(const CpuFeatures&);
   // Quantizes rows [m0, m1) of x (row stride ldx). Returns the index of the first row holding a
   // non-finite value, or -1.

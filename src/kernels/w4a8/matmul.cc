@@ -24,28 +24,6 @@ Layout block_layout(int64_t k, const Kernel& kernel) {
   return make_layout(1, k, k > kSumBlock ? kSumBlock : 0, kernel.nr);
 }
 
-int threads_of(ThreadPool& pool, int max_threads) {
-  return max_threads > 0 ? std::min(max_threads, pool.size()) : pool.size();
-}
-
-void quantize_into(std::string_view function, const float* x, int64_t m, int64_t k, int64_t ldx,
-                   QuantizedLhs lhs, ThreadPool& pool, int threads, const Kernel& kernel) {
-  const Layout l = block_layout(k, kernel);
-  const int64_t row_tasks = std::min<int64_t>(m, threads);
-  std::vector<int64_t> bad_row(static_cast<size_t>(row_tasks), -1);
-  pool.run(
-      row_tasks,
-      [&](int64_t t) {
-        const int64_t m0 = m * t / row_tasks, m1 = m * (t + 1) / row_tasks;
-        bad_row[t] = kernel.quantize(x, ldx, m0, m1, l, lhs);
-      },
-      threads);
-  for (int64_t row : bad_row)
-    if (row >= 0)
-      throw Error(std::string(function) + ": activation row " + std::to_string(row) +
-                  " holds a NaN or infinite value");
-}
-
 // The per-group activation sums layout `l` needs, from the block sums of `x` (no copy for G = 32).
 const int32_t* group_sums(const Layout& l, const int32_t* block_sums, int64_t m, int64_t blocks) {
   if (l.groups == blocks) return block_sums;  // G = 32, or a single block
@@ -113,7 +91,11 @@ void quantize_checked(const std::string& f, const float* x, int64_t m, int64_t k
   lhs.zp = reinterpret_cast<int32_t*>(base + out.zp_offset_);
   lhs.asum = reinterpret_cast<int32_t*>(base + out.sums_offset_);
   lhs.groups = blocks;
-  quantize_into(f, x, m, k, ldx, lhs, p, threads_of(p, max_threads), quantizer);
+  const Layout blocks_layout = block_layout(k, quantizer);
+  kernels::prepare_rows(f, m, p, kernels::call_threads(p, max_threads),
+                        [&](int64_t m0, int64_t m1) {
+                          return quantizer.quantize(x, ldx, m0, m1, blocks_layout, lhs);
+                        });
   out.m_ = m;
 }
 
@@ -136,7 +118,7 @@ void matmul(const PackedWeights& w, const QuantizedActivations& x, const MatmulA
   const Kernel& kernel = w.kernel();
   const Layout l = make_layout(w.n(), w.k(), w.group_size(), kernel.nr);
   ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
-  const int threads = threads_of(pool, a.max_threads);
+  const int threads = kernels::call_threads(pool, a.max_threads);
 
   const uint8_t* base = x.data_.data();
   QuantizedLhs lhs;
@@ -148,25 +130,15 @@ void matmul(const PackedWeights& w, const QuantizedActivations& x, const MatmulA
       group_sums(l, reinterpret_cast<const int32_t*>(base + x.sums_offset_), x.m(), x.blocks_));
   lhs.groups = l.groups;
 
-  // Output tiles: up to 128 rows x a range of panels; enough tiles to balance the threads,
-  // each tile a contiguous byte range of the weights.
-  const kernels::TileSplit split = kernels::split_tiles(a.m, l.panels, threads);
   const uint8_t* packed = w.data();
-  pool.run(
-      split.tiles(),
-      [&](int64_t t) {
-        int64_t m0, m1, p0, p1;
-        split.tile(t, &m0, &m1, &p0, &p1);
-        if (p0 >= p1) return;
+  kernels::run_tiles(
+      a.m, l.panels, pool, threads, [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
         const int64_t scratch_bytes =
             kernel.scratch_bytes != nullptr ? kernel.scratch_bytes(l, m1 - m0) : 0;
-        thread_local AlignedBuffer run_scratch;  // one per worker thread, reused across calls
-        if (run_scratch.size() < static_cast<size_t>(scratch_bytes))
-          run_scratch = AlignedBuffer(static_cast<size_t>(scratch_bytes));
         kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max,
-                   scratch_bytes > 0 ? run_scratch.data() : nullptr);
-      },
-      threads);
+                   scratch_bytes > 0 ? kernels::thread_scratch(static_cast<size_t>(scratch_bytes))
+                                     : nullptr);
+      });
 }
 
 void matmul(const PackedWeights& w, const MatmulArgs& a) {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "layout.h"
+#include "kernel.h"
 
 namespace dq4::w4a8 {
 

@@ -94,6 +94,7 @@ bool supported(const CpuFeatures&) { return true; }
 
 }  // namespace
 
-extern const Kernel kReferenceKernel = {"reference", "nothing", 16, supported, quantize, run};
+extern const Kernel kReferenceKernel = {
+    "reference", "qai8dx_qsi4_f32_scalar_1x16", "nothing", 16, supported, quantize, run};
 
 }  // namespace dq4::w4a8

@@ -20,34 +20,22 @@ extern const Kernel kNeonDotprodKernel;
 extern const Kernel kNeonI8mmKernel;
 #endif
 
-std::vector<const Kernel*> compiled_kernels() {
-  return {
+namespace {
+
+const kernels::Registry<Kernel>& registry() {
+  static const kernels::Registry<Kernel> table("w4a8", {
     &kReferenceKernel,
 #if defined(__x86_64__)
         &kAvx2Kernel, &kAvxVnniKernel, &kAvx512VnniKernel,
 #elif defined(__aarch64__)
         &kNeonKernel, &kNeonDotprodKernel, &kNeonI8mmKernel,
 #endif
-  };
+  });
+  return table;
 }
 
-const Kernel* find_kernel(std::string_view name) {
-  return kernels::find_by_name(compiled_kernels(), name);
-}
+}  // namespace
 
-std::string_view kernel_name(const Kernel& kernel) { return kernel.name; }
-
-bool kernel_supported(const Kernel& kernel, std::string* why) {
-  return kernels::supported_here(kernel, why);
-}
-
-const Kernel& select_kernel(std::string_view isa_override) {
-  return kernels::select_kernel("w4a8", compiled_kernels(), isa_override);
-}
-
-const Kernel& default_kernel() {
-  static const Kernel& chosen = kernels::select_from_environment("w4a8", compiled_kernels());
-  return chosen;
-}
+DQ4_KERNEL_FAMILY_FUNCTIONS
 
 }  // namespace dq4::w4a8

@@ -99,6 +99,7 @@ std::vector<CaseResult> run_attention_cases(const AttentionBench& bench) {
         CaseResult r;
         r.kind = "attention";
         r.isa = std::string(attention::kernel_name(*bench.kernel)) + "/" + type_name;
+        r.variant = std::string(attention::variant_name(*bench.kernel)) + "/" + type_name;
         r.n = kHeads * kHeadDim;
         r.k = context;
         r.m = shape.tokens;

@@ -83,6 +83,7 @@ std::vector<CaseResult> run_dense_cases(const DenseBench& bench, const std::stri
       CaseResult r;
       r.kind = kind;
       r.isa = std::string(dense::kernel_name(*bench.kernel));
+      r.variant = std::string(dense::variant_name(*bench.kernel));
       r.n = s.n;
       r.k = s.k;
       r.m = m;

@@ -120,6 +120,7 @@ std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Wei
       const w4a8::MatmulArgs args = matmul_args(x, m, s.k, y, s.n, threads);
       CaseResult r;
       r.isa = run.isa;
+      r.variant = w4a8::variant_name(*grid.kernel);
       r.n = s.n;
       r.k = s.k;
       r.m = m;

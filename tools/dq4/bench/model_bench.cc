@@ -40,6 +40,9 @@ struct Case {
   double ceiling_tokens_per_s = 0;
   double head_share = 0;  // decode: fraction of the time spent in the head
   double peak_rss_mb = 0;
+  // Packed weights + embeddings + the largest KV cache of the model's cases: what the model must
+  // hold; peak_rss_mb / this is the memory overhead.
+  double model_mb = 0;
 };
 
 double now_seconds() {
@@ -78,6 +81,9 @@ struct Settings {
   attention::KvType kv_type = attention::KvType::f32;
 };
 
+// Decode starts after a prompt of this many tokens.
+constexpr int64_t kDecodePrompt = 16;
+
 // Times the prompt and decode cases at `threads` threads; the best of `repeats` runs.
 void run_cases(Model& model, int threads, const Settings& s, const std::string& head,
                std::vector<Case>& cases, bool prompts) {
@@ -97,11 +103,10 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
       k.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / 1e6;
       cases.push_back(k);
     }
-  constexpr int64_t kPrompt = 16;
-  const std::vector<int32_t> prompt = random_tokens(kPrompt, c.vocab_size, 2);
+  const std::vector<int32_t> prompt = random_tokens(kDecodePrompt, c.vocab_size, 2);
   double best = 1e30, head_seconds = 0;
   for (int r = 0; r < s.repeats; ++r) {
-    Session session(model, kPrompt + s.decode_tokens, s.kv_type, 512, &pool);
+    Session session(model, kDecodePrompt + s.decode_tokens, s.kv_type, 512, &pool);
     std::span<const float> logits = session.feed(prompt);
     model.reset_head_seconds();
     const double t0 = now_seconds();
@@ -117,7 +122,7 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
     }
   }
   const double bytes = static_cast<double>(model.bytes_per_token()) +
-                       kv_bytes(c, kPrompt + s.decode_tokens / 2, s.kv_type);
+                       kv_bytes(c, kDecodePrompt + s.decode_tokens / 2, s.kv_type);
   Case k{"decode", head, s.decode_tokens,     threads, s.decode_tokens / best,
          bytes,    0,    head_seconds / best, 0};
   k.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / 1e6;
@@ -189,10 +194,14 @@ int run_model_bench(int argc, char** argv, int first) {
   if (synth && !options.quantize_group) options.quantize_group = 32;  // the synthetic model is BF16
   MachineReferences refs(size_t{1} << 30, w4a8::kernel_name(w4a8::default_kernel()), threads);
   refs.measure(stderr, "before");
+  // The probe's gigabyte is not the model's: peak RSS from here on is the model's and its caches'.
+  refs.release();
+  if (!reset_peak_rss()) std::fprintf(stderr, "warning: peak RSS includes the bandwidth probe\n");
   std::vector<Case> cases;
   size_t packed = 0, embedding = 0;
   double load_seconds = 0;
   const auto bench_head = [&](bool quantized_head, bool prompts) {
+    reset_peak_rss();  // each model's own peak, not the one before it
     ModelOptions o = options;
     if (quantized_head) o.linear.quantize_dense_group = 32;
     std::unique_ptr<Model> model;
@@ -209,7 +218,14 @@ int run_model_bench(int argc, char** argv, int first) {
       load_seconds = model->load_report().seconds;
       for (const std::string& l : lines) std::fprintf(stderr, "  %s\n", l.c_str());
     }
+    const size_t first = cases.size();
     for (int t : threads) run_cases(*model, t, s, head, cases, prompts);
+    int64_t context = kDecodePrompt + s.decode_tokens;
+    for (int64_t n : s.prompt_lengths) context = std::max(context, prompts ? n : 0);
+    const double model_bytes = static_cast<double>(model->load_report().packed_bytes) +
+                               static_cast<double>(model->load_report().embedding_bytes) +
+                               kv_bytes(model->config(), context, s.kv_type);
+    for (size_t i = first; i < cases.size(); ++i) cases[i].model_mb = model_bytes / 1e6;
   };
   bench_head(false, true);
   bench_head(true, false);
@@ -232,6 +248,8 @@ int run_model_bench(int argc, char** argv, int first) {
                      {"ceiling_ratio", k.tokens_per_s / k.ceiling_tokens_per_s},
                      {"head_share", k.head_share},
                      {"peak_rss_mb", k.peak_rss_mb},
+                     {"model_mb", k.model_mb},
+                     {"rss_ratio", k.peak_rss_mb / k.model_mb},
                      {"read_gbps", refs.read_gbps(k.threads)},
                      {"int8_peak_gops", refs.peak_gops(k.threads)},
                      {"packed_mb", static_cast<double>(packed) / 1e6},
@@ -242,16 +260,16 @@ int run_model_bench(int argc, char** argv, int first) {
   }
   std::printf("model %s: packed weights %s, embeddings %s, loaded in %.2f s\n", dir.c_str(),
               megabytes(packed).c_str(), megabytes(embedding).c_str(), load_seconds);
-  std::printf("%-7s %6s %7s %10s %10s %7s %10s %8s  %s\n", "phase", "tokens", "threads", "tokens/s",
-              "ceiling", "ratio", "head share", "RSS MB", "head");
+  std::printf("%-7s %6s %7s %10s %10s %7s %10s %8s %9s  %s\n", "phase", "tokens", "threads",
+              "tokens/s", "ceiling", "ratio", "head share", "RSS MB", "RSS/model", "head");
   for (const Case& k : cases)
-    std::printf("%-7s %6lld %7d %10.2f %10.2f %7.3f %10s %8.0f  %s\n", k.phase.c_str(),
+    std::printf("%-7s %6lld %7d %10.2f %10.2f %7.3f %10s %8.0f %9.3f  %s\n", k.phase.c_str(),
                 static_cast<long long>(k.tokens), k.threads, k.tokens_per_s, k.ceiling_tokens_per_s,
                 k.tokens_per_s / k.ceiling_tokens_per_s,
                 k.phase == "decode"
                     ? (std::to_string(static_cast<int>(k.head_share * 100 + 0.5)) + "%").c_str()
                     : "-",
-                k.peak_rss_mb, k.head.c_str());
+                k.peak_rss_mb, k.peak_rss_mb / k.model_mb, k.head.c_str());
   std::printf("%s\n", refs.method().c_str());
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "bench/probes.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -401,12 +402,15 @@ std::vector<DotPeakRate> peak_rates(const PeakLoop& loop, const std::vector<int>
 }  // namespace
 
 CacheSize last_level_cache() {
+  // The kernel's sysfs first: it reports the cache cpu0 shares (an AMD CCX: 32 MiB), where glibc's
+  // sysconf can report the whole socket's L3 (256 MiB on a Zen 3 VM), which only makes the cold
+  // copies 8x larger and the run slower.
+  if (const size_t sysfs = sysfs_last_level_cache(); sysfs > 0)
+    return {sysfs, "/sys/devices/system/cpu/cpu0/cache"};
 #if defined(_SC_LEVEL3_CACHE_SIZE)
   const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (l3 > 0) return {static_cast<size_t>(l3), "sysconf(_SC_LEVEL3_CACHE_SIZE)"};
 #endif
-  if (const size_t sysfs = sysfs_last_level_cache(); sysfs > 0)
-    return {sysfs, "/sys/devices/system/cpu/cpu0/cache"};
   return {size_t{32} << 20, "fallback (no cache size reported)"};
 }
 
@@ -423,6 +427,12 @@ ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes) {
   bytes_ = std::max(unit, bytes / unit * unit);
   data_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes_));
   if (data_ == nullptr) throw std::bad_alloc();
+  fill();
+}
+
+// Written, not only touched: a read of a dropped page would map the shared zero page, which
+// stays in the cache and reads far faster than memory.
+void ReadBandwidthProbe::fill() {
   ThreadPool& pool = ThreadPool::global();
   const int parts = pool.size();
   pool.run(
@@ -437,8 +447,14 @@ ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes) {
 
 ReadBandwidthProbe::~ReadBandwidthProbe() { std::free(data_); }
 
-std::vector<Bandwidth> ReadBandwidthProbe::measure(const std::vector<int>& threads,
-                                                   int passes) const {
+void ReadBandwidthProbe::release() {
+  madvise(data_, bytes_, MADV_DONTNEED);
+  released_ = true;
+}
+
+std::vector<Bandwidth> ReadBandwidthProbe::measure(const std::vector<int>& threads, int passes) {
+  if (released_) fill();
+  released_ = false;
   const Reader reader = widest_reader();
   ThreadPool& pool = ThreadPool::global();
   std::vector<std::vector<double>> samples(threads.size());

@@ -39,11 +39,18 @@ class ReadBandwidthProbe {
   // `passes` passes per thread count, the thread counts alternating pass by pass so that noise
   // from other processes hits all of them alike; each thread streams one contiguous part with the
   // widest loads the CPU has.
-  std::vector<Bandwidth> measure(const std::vector<int>& threads, int passes) const;
+  // Fills the buffer again first if release() dropped it.
+  std::vector<Bandwidth> measure(const std::vector<int>& threads, int passes);
+  // Returns the buffer's pages to the OS until the next measure(), so that a benchmark's peak
+  // RSS after it is its own.
+  void release();
 
  private:
+  void fill();
+
   uint8_t* data_ = nullptr;
   size_t bytes_ = 0;
+  bool released_ = false;
 };
 
 // Reads `bytes` at `data` (64-byte aligned) once with the widest loads, e.g. so that the dirty

@@ -41,6 +41,8 @@ class MachineReferences {
   // Measures all, keeping per thread count the larger median since reset(), and prints one line
   // naming `when` to `out`.
   void measure(std::FILE* out, const std::string& when);
+  // Returns the bandwidth probe's buffer to the OS until the next measure().
+  void release() { read_probe_.release(); }
 
   // Largest medians since reset() for `threads`; a peak is NaN when there is no probe.
   double read_gbps(int threads) const { return read_gbps_.at(threads); }

@@ -29,8 +29,8 @@ std::string json_number(double v) {
 }  // namespace
 
 void print_table_header(std::FILE* out) {
-  std::fprintf(out, "%-10s %-12s %12s %5s %4s %3s %10s %9s %7s %9s %8s %8s %7s %7s\n", "kind",
-               "isa", "NxK", "group", "M", "thr", "time", "GFLOP/s", "wGB/s", "roofline",
+  std::fprintf(out, "%-10s %-36s %12s %5s %4s %3s %10s %9s %7s %9s %8s %8s %7s %7s\n", "kind",
+               "variant", "NxK", "group", "M", "thr", "time", "GFLOP/s", "wGB/s", "roofline",
                "bw_ratio", "peak_rat", "vs_f32", "quant%");
 }
 
@@ -41,8 +41,8 @@ void print_table_row(std::FILE* out, const CaseResult& r) {
   const std::string roofline =
       format("%.3f", r.roofline_ratio) +
       (std::isfinite(r.roofline_ratio) ? (r.compute_bound ? " c" : " m") : "");
-  std::fprintf(out, "%-10s %-12s %12s %5s %4lld %3d %10s %9.1f %7.2f %9s %8s %8s %7s %7s\n",
-               r.kind.c_str(), r.isa.c_str(), shape.c_str(), group.c_str(),
+  std::fprintf(out, "%-10s %-36s %12s %5s %4lld %3d %10s %9.1f %7.2f %9s %8s %8s %7s %7s\n",
+               r.kind.c_str(), r.variant.c_str(), shape.c_str(), group.c_str(),
                static_cast<long long>(r.m), r.threads, duration(r.seconds.median).c_str(), r.gflops,
                r.weight_gbps, roofline.c_str(), format("%.3f", r.bw_ratio).c_str(),
                format("%.3f", r.peak_ratio).c_str(), format("%.2fx", r.speedup_vs_f32).c_str(),
@@ -56,21 +56,23 @@ void print_json(std::FILE* out, const std::vector<CaseResult>& results) {
     const CaseResult& r = results[i];
     std::fprintf(
         out,
-        "  {\"kind\": \"%s\", \"isa\": \"%s\", \"n\": %lld, \"k\": %lld, \"m\": %lld, "
+        "  {\"kind\": \"%s\", \"isa\": \"%s\", \"variant\": \"%s\", \"n\": %lld, \"k\": %lld, "
+        "\"m\": %lld, "
         "\"group\": %s, \"threads\": %d, "
         "\"time_us\": %s, \"time_p10_us\": %s, \"time_p90_us\": %s, \"calls\": %d, "
         "\"gflops\": %s, \"weight_bytes\": %lld, \"weight_gbps\": %s, \"cold_copies\": %lld, "
         "\"read_bw_gbps\": %s, \"int8_peak_gops\": %s, \"fma_peak_gflops\": %s, "
         "\"roofline_ratio\": %s, \"roofline_bound\": %s, \"bw_ratio\": %s, \"peak_ratio\": %s, "
         "\"f32_time_us\": %s, \"speedup_vs_f32\": %s, \"fixed_us\": %s, \"quant_share\": %s}%s\n",
-        r.kind.c_str(), r.isa.c_str(), static_cast<long long>(r.n), static_cast<long long>(r.k),
-        static_cast<long long>(r.m), r.grouped ? std::to_string(r.group).c_str() : "null",
-        r.threads, json_number(r.seconds.median * 1e6).c_str(),
-        json_number(r.seconds.p10 * 1e6).c_str(), json_number(r.seconds.p90 * 1e6).c_str(),
-        r.seconds.samples, json_number(r.gflops).c_str(), static_cast<long long>(r.weight_bytes),
-        json_number(r.weight_gbps).c_str(), static_cast<long long>(r.cold_copies),
-        json_number(r.read_bw_gbps).c_str(), json_number(r.int8_peak_gops).c_str(),
-        json_number(r.fma_peak_gflops).c_str(), json_number(r.roofline_ratio).c_str(),
+        r.kind.c_str(), r.isa.c_str(), r.variant.c_str(), static_cast<long long>(r.n),
+        static_cast<long long>(r.k), static_cast<long long>(r.m),
+        r.grouped ? std::to_string(r.group).c_str() : "null", r.threads,
+        json_number(r.seconds.median * 1e6).c_str(), json_number(r.seconds.p10 * 1e6).c_str(),
+        json_number(r.seconds.p90 * 1e6).c_str(), r.seconds.samples, json_number(r.gflops).c_str(),
+        static_cast<long long>(r.weight_bytes), json_number(r.weight_gbps).c_str(),
+        static_cast<long long>(r.cold_copies), json_number(r.read_bw_gbps).c_str(),
+        json_number(r.int8_peak_gops).c_str(), json_number(r.fma_peak_gflops).c_str(),
+        json_number(r.roofline_ratio).c_str(),
         !std::isfinite(r.roofline_ratio) ? "null"
         : r.compute_bound                ? "\"compute\""
                                          : "\"memory\"",

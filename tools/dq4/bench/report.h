@@ -16,7 +16,8 @@ inline constexpr double kNotApplicable = std::numeric_limits<double>::quiet_NaN(
 
 struct CaseResult {
   std::string kind = "w4a8";  // one of kKernelKinds (kernel_grid.h)
-  std::string isa;
+  std::string isa;            // the kernel's name (what DQ4_ISA and --isa take)
+  std::string variant;        // what it computes: types, ISA, tiles (printed in the table)
   int64_t n = 0, k = 0, m = 0, group = 0;  // group 0: channelwise
   bool grouped = true;                     // false: the kind has no groups (printed "-", null)
   int threads = 0;

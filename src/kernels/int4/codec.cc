@@ -1,8 +1,7 @@
-#include "dq4/int4_codec.h"
-
 #include <string>
 
 #include "dq4/error.h"
+#include "dq4/int4_codec.h"
 
 namespace dq4 {
 

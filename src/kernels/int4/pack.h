@@ -1,6 +1,6 @@
 #pragma once
 // Validation of checkpoint int4 weights and packing into the layout of layout.h, shared by the
-// W4A8 and W4A16 families.
+// W4A8 and W4A16 families (their pack() wrappers choose the panel width and the scale type).
 
 #include <cstdint>
 
@@ -12,7 +12,7 @@ namespace dq4 {
 class ThreadPool;
 }
 
-namespace dq4::w4a8 {
+namespace dq4::int4 {
 
 struct PackedPanels {
   AlignedBuffer data;      // make_layout(n, k, group_size, nr, scales).panels panels
@@ -21,7 +21,7 @@ struct PackedPanels {
 
 // Validates `source` and packs it in parallel over `pool`. Throws dq4::Error naming the field,
 // the message starting with `who` (e.g. "w4a16::pack").
-PackedPanels pack_panels(const WeightSource& source, int64_t nr, GroupScales scales,
+PackedPanels pack_panels(const w4a8::WeightSource& source, int64_t nr, GroupScales scales,
                          ThreadPool& pool, const char* who);
 
-}  // namespace dq4::w4a8
+}  // namespace dq4::int4

@@ -23,7 +23,7 @@
 // that no out-of-line copy built with one ISA's flags can be linked into another's code.
 #define DQ4_ALWAYS_INLINE inline __attribute__((always_inline))
 
-namespace dq4::w4a8 {
+namespace dq4::int4 {
 
 constexpr int64_t kMaxK = int64_t{1} << 20;  // keeps every int32 sum exact (|U| <= 2040 K)
 
@@ -120,4 +120,4 @@ DQ4_ALWAYS_INLINE PanelView panel_view(const uint8_t* packed, const Layout& l, i
   return PanelView{packed + panel * l.panel_bytes, &l};
 }
 
-}  // namespace dq4::w4a8
+}  // namespace dq4::int4

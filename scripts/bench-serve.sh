@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The serving benchmark of the README: a synthetic Llama-3.2-1B-shaped model (`dq4 synth --preset
+# llama-1b`) quantized W4A8 G32 by `dq4 quantize`, served by `dq4 serve` on loopback, measured by
+# `dq4 bench serve` at each concurrency (random prompts of INPUT_LEN tokens, OUTPUT_LEN generated,
+# greedy, ignore_eos), then `dq4 bench model`'s decode on the same directory, same threads, for the
+# single-stream comparison. Prints both tables and the three targets' ratios.
+#
+# Environment: CONCURRENCY (default 1,4,16), INPUT_LEN (256), OUTPUT_LEN (128), PROMPTS_PER_LEVEL
+# (requests per level: default the concurrency, at least 4), THREADS (engine threads; default
+# all CPUs), PORT (8123), DQ4_BIN (default build/dq4), BENCH_DIR (scratch, ~4 GB, kept; default
+# a new directory under /tmp, removed at the end).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dq4="${DQ4_BIN:-$root/build/dq4}"
+levels="${CONCURRENCY:-1,4,16}"
+input_len="${INPUT_LEN:-256}"
+output_len="${OUTPUT_LEN:-128}"
+threads="${THREADS:-$(nproc)}"
+port="${PORT:-8123}"
+[[ -x $dq4 ]] || { echo "$dq4 is not an executable (build it or set DQ4_BIN)" >&2; exit 2; }
+command -v jq >/dev/null || { echo "jq not found (scripts/install-deps.sh)" >&2; exit 2; }
+work="${BENCH_DIR:-}"
+keep_work=1
+[[ -n $work ]] || { work=$(mktemp -d /tmp/dq4-bench-serve-XXXXXX); keep_work=0; }
+mkdir -p "$work"
+server=""
+cleanup() {
+  if [[ -n $server ]]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" || true; fi
+  [[ $keep_work == 1 ]] || rm -rf "$work"
+}
+trap cleanup EXIT
+echo "== scratch: $work, $(nproc) CPUs, engine threads $threads, levels $levels," \
+  "prompts of $input_len tokens, $output_len generated"
+
+if [[ ! -f $work/w4a8-g32/config.json ]]; then
+  "$dq4" synth --preset llama-1b -o "$work/llama-1b"
+  "$dq4" quantize "$work/llama-1b" -o "$work/w4a8-g32" --scheme groupwise --group-size 32
+  rm -rf "$work/llama-1b"
+fi
+
+"$dq4" serve "$work/w4a8-g32" --port "$port" --threads "$threads" --max-model-len 2048 \
+  >"$work/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 600); do
+  curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
+  kill -0 "$server" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
+  sleep 0.5
+done
+
+echo "== dq4 bench serve"
+: > "$work/serve.jsonl"
+IFS=, read -ra levels_list <<< "$levels"
+for c in "${levels_list[@]}"; do
+  n="${PROMPTS_PER_LEVEL:-$(( c > 4 ? c : 4 ))}"
+  "$dq4" bench serve --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts "$n" \
+    --input-len "$input_len" --output-len "$output_len" --json | jq -c '.[]' >> "$work/serve.jsonl"
+done
+kill -TERM "$server"
+wait "$server" || true
+server=""
+jq -r -s '(["concurrency", "completed", "out tok/s", "req/s", "TTFT p50 ms", "TTFT p99 ms",
+            "TPOT p50 ms", "ITL p50 ms", "ITL p99 ms"]),
+          (.[] | [.concurrency, .completed, (.output_tokens_per_s * 100 | round / 100),
+                  (.requests_per_s * 1000 | round / 1000), (.ttft.p50_ms | round),
+                  (.ttft.p99_ms | round), (.tpot.p50_ms * 10 | round / 10),
+                  (.itl.p50_ms * 10 | round / 10), (.itl.p99_ms * 10 | round / 10)]) | @tsv' \
+  "$work/serve.jsonl" | column -t -s $'\t'
+
+echo "== dq4 bench model (decode, $threads threads, same directory)"
+"$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json > "$work/model.json"
+decode=$(jq '[.[] | select(.phase == "decode")][0].tokens_per_s' "$work/model.json")
+
+echo "== targets"
+jq -r -s --argjson decode "$decode" '
+  (map(select(.concurrency == 1))[0]) as $one
+  | (map(select(.concurrency == 16))[0]) as $sixteen
+  | (1000 / $one.tpot.p50_ms) as $stream
+  | "single stream decode (1 / TPOT p50) \($stream * 100 | round / 100) tok/s vs bench model decode \($decode * 100 | round / 100): \($stream / $decode * 1000 | round / 1000) (target: within 5 %)",
+    (if $sixteen then
+       "16 streams / 1 stream: \($sixteen.output_tokens_per_s / $one.output_tokens_per_s * 100 | round / 100)x (target >= 6)",
+       "median TTFT at 16 streams: \($sixteen.ttft.p50_ms | round) ms (target < 1000)"
+     else empty end)' "$work/serve.jsonl"
