@@ -6,6 +6,7 @@
 #include "dq4/half.h"
 #include "dq4/int4_codec.h"
 #include "dq4/rtn.h"
+#include "dq4/thread_pool.h"
 
 namespace dq4::layers {
 namespace {
@@ -94,39 +95,68 @@ std::vector<float> gather_bias(std::span<const LinearTensors> modules) {
   return bias;
 }
 
+namespace {
+
+// Quantizes `weight` in row blocks, in parallel, straight into pack-quantized `words` [rows,
+// ceil(cols / 8)], and returns its scales: the matrix is never held as int8, so quantizing an
+// lm_head at load costs half its int4 size in temporaries.
+std::vector<uint8_t> quantize_into_words(const TensorView& weight, int64_t group_size,
+                                         int32_t* words) {
+  const int64_t rows = weight.shape[0], cols = weight.shape[1];
+  const int64_t groups = rtn_groups(cols, group_size), words_per_row = (cols + 7) / 8;
+  const size_t scale_bytes = dtype_size(weight.dtype);
+  std::vector<uint8_t> scales(static_cast<size_t>(rows * groups) * scale_bytes);
+  const int64_t rows_per_task = std::max<int64_t>(1, (int64_t{1} << 16) / cols);
+  ThreadPool::global().run((rows + rows_per_task - 1) / rows_per_task, [&](int64_t task) {
+    const int64_t begin = task * rows_per_task, end = std::min(rows, begin + rows_per_task);
+    thread_local std::vector<int8_t> values;
+    values.resize(static_cast<size_t>((end - begin) * cols));
+    rtn_quantize_rows(weight, group_size, begin, end, values.data(),
+                      scales.data() + begin * groups * scale_bytes);
+    pack_int4_rows(values.data(), end - begin, cols, words + begin * words_per_row);
+  });
+  return scales;
+}
+
+}  // namespace
+
 Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_size) {
   Int4Source out;
   out.bias = gather_bias(modules);
   if (modules.size() == 1 && modules[0].scheme.kind != LinearKind::dense) {
     out.source = modules[0].int4_source();  // in place, no copy
   } else {
-    const int64_t k = modules[0].k;
-    out.values.resize(static_cast<size_t>(total_rows(modules) * k));
-    int8_t* dst = out.values.data();
-    std::vector<RtnResult> quantized;  // keeps the scales of dense modules alive
-    quantized.reserve(modules.size());
+    const int64_t k = modules[0].k, words_per_row = (k + 7) / 8;
+    out.words.resize(static_cast<size_t>(total_rows(modules) * words_per_row));
+    int32_t* dst = out.words.data();
+    std::vector<std::vector<uint8_t>> dense_scales;  // alive until stack_scales copies them
+    dense_scales.reserve(modules.size());
     std::vector<TensorView> scale_views;
     scale_views.reserve(modules.size());
     for (const LinearTensors& t : modules) {
       if (t.scheme.kind == LinearKind::dense) {
-        quantized.push_back(rtn_quantize(*t.weight, group_size));
-        std::memcpy(dst, quantized.back().values.data(), static_cast<size_t>(t.n * k));
+        dense_scales.push_back(quantize_into_words(*t.weight, group_size, dst));
         TensorView v;
         v.name = t.module + ".weight_scale";
         v.dtype = t.weight->dtype;
-        v.shape = {t.n, quantized.back().groups};
-        v.data = quantized.back().scales.data();
-        v.bytes = quantized.back().scales.size();
+        v.shape = {t.n, rtn_groups(k, group_size)};
+        v.data = dense_scales.back().data();
+        v.bytes = dense_scales.back().size();
         scale_views.push_back(std::move(v));
       } else {
         const w4a8::WeightSource s = t.int4_source();
-        if (s.values != nullptr)
-          std::memcpy(dst, s.values, static_cast<size_t>(s.n * k));
-        else
-          unpack_int4_rows(s.packed, s.n, k, dst);
+        if (s.packed != nullptr) {
+          std::memcpy(dst, s.packed, static_cast<size_t>(s.n * words_per_row) * sizeof(int32_t));
+        } else {
+          try {
+            pack_int4_rows(s.values, s.n, k, dst);
+          } catch (const Error& e) {
+            throw Error("module '" + t.module + "': " + e.what());
+          }
+        }
         scale_views.push_back(*t.weight_scale);
       }
-      dst += t.n * k;
+      dst += t.n * words_per_row;
     }
     std::vector<const TensorView*> scales;
     for (const TensorView& v : scale_views) scales.push_back(&v);
@@ -134,7 +164,7 @@ Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_siz
     out.source.n = total_rows(modules);
     out.source.k = k;
     out.source.group_size = group_size;
-    out.source.values = out.values.data();
+    out.source.packed = out.words.data();
   }
   out.source.bias = out.bias.empty() ? nullptr : out.bias.data();
   return out;

@@ -17,7 +17,7 @@ namespace dq4::layers {
 // An int4 source plus the buffers it may point into.
 struct Int4Source {
   w4a8::WeightSource source;
-  std::vector<int8_t> values;
+  std::vector<int32_t> words;  // pack-quantized (half the bytes of int8 values)
   std::vector<uint8_t> scales;
   std::vector<float> bias;
 };

@@ -337,13 +337,15 @@ TEST_F(ServeEndToEnd, SoakLosesDuplicatesAndTruncatesNothing) {
 }
 
 // `dq4 bench serve` against the live server: every request completes with the asked-for tokens,
-// and latencies count from sending. At concurrency 1 the 16 requests run one after another, so
+// no run of the sweep reuses another's prompts (the prefix cache would flatter it), and
+// latencies count from sending. At concurrency 1 the 16 requests run one after another, so
 // the median takes about 1/16 of the run; counted from the run's start (each request waiting for
 // its turn), it would take half of it.
 TEST_F(ServeEndToEnd, BenchServeMeasuresEveryRequestFromSending) {
+  const double hits_before = metric(port(), "vllm:prefix_cache_hits_total");
   const CliResult r = run_dq4("bench serve --url http://127.0.0.1:" + std::to_string(port()) +
                               " --api-key " + kKey +
-                              " --concurrency 1,4 --num-prompts 16 --input-len 16 --output-len 8"
+                              " --concurrency 1,4 --num-prompts 16 --input-len 40 --output-len 8"
                               " --max-token-id 500 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json levels = json::parse(r.out);
@@ -352,11 +354,12 @@ TEST_F(ServeEndToEnd, BenchServeMeasuresEveryRequestFromSending) {
     EXPECT_EQ(level["completed"], 16) << level.dump();
     EXPECT_EQ(level["failed"], 0) << level.dump();
     EXPECT_EQ(level["output_tokens"], 16 * 8) << level.dump();
-    EXPECT_EQ(level["input_tokens"], 16 * 16) << level.dump();
+    EXPECT_EQ(level["input_tokens"], 16 * 40) << level.dump();
     EXPECT_GT(level["ttft"]["p50_ms"].get<double>(), 0) << level.dump();
     EXPECT_LE(level["ttft"]["p99_ms"].get<double>(), level["e2e"]["p99_ms"].get<double>())
         << level.dump();
   }
+  EXPECT_EQ(metric(port(), "vllm:prefix_cache_hits_total"), hits_before);
   const json& one = levels[0];
   ASSERT_EQ(one["concurrency"], 1);
   EXPECT_LT(one["e2e"]["p50_ms"].get<double>(), 0.25 * 1e3 * one["duration_s"].get<double>())

@@ -66,7 +66,10 @@ int run_serve_bench_cli(int argc, char** argv, int first) {
       .option("min-token-id", "N", "random prompts: smallest token id", "10")
       .option("max-token-id", "N", "random prompts: token ids below this", "256")
       .option("no-ignore-eos", "", "do not send vLLM's ignore_eos (e.g. for OpenAI itself)")
-      .option("seed", "N", "random prompts and arrivals", "0")
+      .option("seed", "N",
+              "random prompts and arrivals; run i of the sweep uses N + i, so that no run finds "
+              "another's prompts in the server's prefix cache",
+              "0")
       .option("json", "", "print the results as JSON");
   if (!args.parse(argc, argv, first)) return 0;
 
@@ -112,9 +115,12 @@ int run_serve_bench_cli(int argc, char** argv, int first) {
 
   const bool as_json = args.flag("json");
   nlohmann::json all = nlohmann::json::array();
-  for (const auto& [concurrency, rate] : runs) {
+  const uint64_t seed = o.seed;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& [concurrency, rate] = runs[i];
     o.concurrency = concurrency;
     o.request_rate = rate;
+    o.seed = seed + i;
     o.num_prompts = num_prompts > 0 ? num_prompts : std::max<int64_t>(16, 4 * int64_t(concurrency));
     const ServeBenchResult r = run_serve_bench(o);
     if (as_json) {
