@@ -50,11 +50,15 @@ done
 echo "== dq4 bench serve"
 : > "$work/serve.jsonl"
 IFS=, read -ra levels_list <<< "$levels"
-for c in "${levels_list[@]}"; do
+# A seed per level: no level may find another's prompts in the server's prefix cache.
+for i in "${!levels_list[@]}"; do
+  c=${levels_list[$i]}
   n="${PROMPTS_PER_LEVEL:-$(( c > 4 ? c : 4 ))}"
   "$dq4" bench serve --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts "$n" \
-    --input-len "$input_len" --output-len "$output_len" --json | jq -c '.[]' >> "$work/serve.jsonl"
+    --input-len "$input_len" --output-len "$output_len" --seed "$((100 * i))" --json |
+    jq -c '.[]' >> "$work/serve.jsonl"
 done
+curl -s "http://127.0.0.1:$port/metrics" | grep -E '^vllm:prefix_cache_hits_total' || true
 kill -TERM "$server"
 wait "$server" || true
 server=""

@@ -66,6 +66,19 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
     return linear;
   };
 
+  // The head first: packing (or quantizing) a tied head reads the whole embedding table, and
+  // its pages are dropped before the layers are packed, so the peak RSS of loading stays
+  // below what the loaded model holds.
+  if (impl->arch.head) {
+    impl->head = Linear::load(ckpt, quant, std::span(&*impl->arch.head, 1), options.linear);
+    packed({*impl->arch.head});
+  } else {
+    impl->head = Linear::from_dense_tensor(embedding, options.linear);
+    // Decode gathers a few rows at a time; the rest of the table need not stay resident.
+    ckpt.release_pages(embedding.name);
+    if (options.progress) options.progress(++done, total);
+  }
+
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const LayerModules names = impl->arch.layer(i);
     DecoderLayer layer;
@@ -82,15 +95,6 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
     impl->layers.push_back(std::move(layer));
   }
   impl->final_norm = model::read_vector(ckpt, impl->arch.final_norm, c.hidden_size);
-  if (impl->arch.head) {
-    impl->head = Linear::load(ckpt, quant, std::span(&*impl->arch.head, 1), options.linear);
-    packed({*impl->arch.head});
-  } else {
-    impl->head = Linear::from_dense_tensor(embedding, options.linear);
-    // Decode gathers a few rows at a time; the rest of the table need not stay resident.
-    ckpt.release_pages(embedding.name);
-    if (options.progress) options.progress(++done, total);
-  }
 
   impl->inv_freq = impl->arch.rope_inv_freq();
   impl->eos_ids = c.eos_token_ids;
