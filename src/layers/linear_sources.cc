@@ -1,5 +1,6 @@
 #include "linear_sources.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "dq4/error.h"
@@ -126,16 +127,26 @@ Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_siz
   if (modules.size() == 1 && modules[0].scheme.kind != LinearKind::dense) {
     out.source = modules[0].int4_source();  // in place, no copy
   } else {
+    // One encoding for the stacked rows: the checkpoint's int8 values when every module has them
+    // (copied as they are), else pack-quantized words (half the bytes; dense modules are
+    // quantized straight into them).
+    const bool as_values = std::all_of(modules.begin(), modules.end(), [](const LinearTensors& t) {
+      return t.scheme.kind != LinearKind::dense && t.int4_source().values != nullptr;
+    });
     const int64_t k = modules[0].k, words_per_row = (k + 7) / 8;
-    out.words.resize(static_cast<size_t>(total_rows(modules) * words_per_row));
-    int32_t* dst = out.words.data();
+    if (as_values)
+      out.values.resize(static_cast<size_t>(total_rows(modules) * k));
+    else
+      out.words.resize(static_cast<size_t>(total_rows(modules) * words_per_row));
     std::vector<std::vector<uint8_t>> dense_scales;  // alive until stack_scales copies them
     dense_scales.reserve(modules.size());
     std::vector<TensorView> scale_views;
     scale_views.reserve(modules.size());
+    int64_t row = 0;
     for (const LinearTensors& t : modules) {
+      int32_t* words = as_values ? nullptr : out.words.data() + row * words_per_row;
       if (t.scheme.kind == LinearKind::dense) {
-        dense_scales.push_back(quantize_into_words(*t.weight, group_size, dst));
+        dense_scales.push_back(quantize_into_words(*t.weight, group_size, words));
         TensorView v;
         v.name = t.module + ".weight_scale";
         v.dtype = t.weight->dtype;
@@ -145,18 +156,20 @@ Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_siz
         scale_views.push_back(std::move(v));
       } else {
         const w4a8::WeightSource s = t.int4_source();
-        if (s.packed != nullptr) {
-          std::memcpy(dst, s.packed, static_cast<size_t>(s.n * words_per_row) * sizeof(int32_t));
+        if (as_values) {
+          std::memcpy(out.values.data() + row * k, s.values, static_cast<size_t>(s.n * k));
+        } else if (s.packed != nullptr) {
+          std::memcpy(words, s.packed, static_cast<size_t>(s.n * words_per_row) * sizeof(int32_t));
         } else {
           try {
-            pack_int4_rows(s.values, s.n, k, dst);
+            pack_int4_rows(s.values, s.n, k, words);
           } catch (const Error& e) {
             throw Error("module '" + t.module + "': " + e.what());
           }
         }
         scale_views.push_back(*t.weight_scale);
       }
-      dst += t.n * words_per_row;
+      row += t.n;
     }
     std::vector<const TensorView*> scales;
     for (const TensorView& v : scale_views) scales.push_back(&v);
@@ -164,7 +177,10 @@ Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_siz
     out.source.n = total_rows(modules);
     out.source.k = k;
     out.source.group_size = group_size;
-    out.source.packed = out.words.data();
+    if (as_values)
+      out.source.values = out.values.data();
+    else
+      out.source.packed = out.words.data();
   }
   out.source.bias = out.bias.empty() ? nullptr : out.bias.data();
   return out;

@@ -17,7 +17,8 @@ namespace dq4::layers {
 // An int4 source plus the buffers it may point into.
 struct Int4Source {
   w4a8::WeightSource source;
-  std::vector<int32_t> words;  // pack-quantized (half the bytes of int8 values)
+  std::vector<int8_t> values;  // stacked int8 values (every module int-quantized)
+  std::vector<int32_t> words;  // else stacked pack-quantized words
   std::vector<uint8_t> scales;
   std::vector<float> bias;
 };

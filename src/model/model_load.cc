@@ -1,8 +1,8 @@
 // Model::load: config -> architecture, every linear through Linear (fused by shared input), norms
 // as f32, the embedding table left mapped in the checkpoint's dtype.
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 
 #include "dq4/error.h"
 #include "dq4/quant_config.h"
@@ -107,9 +107,9 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   r.other_bytes = impl->final_norm.size() * sizeof(float) + impl->inv_freq.size() * sizeof(float);
   for (const DecoderLayer& l : impl->layers) {
     r.packed_bytes += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
-    r.other_bytes += (l.input_norm.size() + l.post_attention_norm.size() + l.q_norm.size() +
-                      l.k_norm.size()) *
-                     sizeof(float);
+    r.other_bytes +=
+        (l.input_norm.size() + l.post_attention_norm.size() + l.q_norm.size() + l.k_norm.size()) *
+        sizeof(float);
   }
   r.embedding_bytes = embedding.bytes;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -130,7 +130,8 @@ KvCacheShape Model::kv_shape(int64_t blocks, int64_t block_size, attention::KvTy
 }
 
 size_t Model::bytes_per_token() const {
-  const size_t row = static_cast<size_t>(config().hidden_size) * dtype_size(impl_->embedding->dtype);
+  const size_t row =
+      static_cast<size_t>(config().hidden_size) * dtype_size(impl_->embedding->dtype);
   return impl_->report.packed_bytes + impl_->report.other_bytes + row;
 }
 
