@@ -12,7 +12,7 @@
 namespace dq4::test {
 namespace {
 
-struct Weights {
+struct DenseWeights {
   int64_t n = 4, k = 64;
   std::vector<uint16_t> bf16 = std::vector<uint16_t>(256, 0x3f80);  // 1.0
   std::vector<float> f32 = std::vector<float>(256, 1.0f);
@@ -27,7 +27,7 @@ struct Weights {
 };
 
 TEST(DenseBadInput, Sizes) {
-  Weights w;
+  DenseWeights w;
   auto s = w.source();
   s.n = 0;
   expect_error([&] { dense::pack(s); }, "dense::pack: n must be positive, got 0");
@@ -43,7 +43,7 @@ TEST(DenseBadInput, Sizes) {
 }
 
 TEST(DenseBadInput, NullMisalignedAndUnknownType) {
-  Weights w;
+  DenseWeights w;
   auto s = w.source();
   s.data = nullptr;
   expect_error([&] { dense::pack(s); }, "data is null");
@@ -64,25 +64,25 @@ TEST(DenseBadInput, NullMisalignedAndUnknownType) {
 }
 
 TEST(DenseBadInput, NonFiniteWeightsAndBias) {
-  Weights w;
+  DenseWeights w;
   w.bf16[2 * 64 + 63] = 0x7fc0;  // NaN
   expect_error([&] { dense::pack(w.source()); }, "data[2][63] is not finite");
-  Weights odd;  // in the upper half of the last pair of an odd K
+  DenseWeights odd;  // in the upper half of the last pair of an odd K
   odd.k = 63;
   odd.bf16[1 * 63 + 62] = 0xff80;  // -inf
   expect_error([&] { dense::pack(odd.source()); }, "data[1][62] is not finite");
-  Weights f;
+  DenseWeights f;
   f.f32[3 * 64 + 5] = INFINITY;
   auto s = f.source();
   s.type = dense::WeightType::f32;
   s.data = f.f32.data();
   expect_error([&] { dense::pack(s); }, "data[3][5] is not finite");
-  Weights h;
+  DenseWeights h;
   h.bf16[7] = 0x7c00;  // f16 infinity
   s = h.source();
   s.type = dense::WeightType::f16;
   expect_error([&] { dense::pack(s); }, "data[0][7] is not finite");
-  Weights b;
+  DenseWeights b;
   std::vector<float> bias = {0, 1, NAN, 0};
   s = b.source();
   s.bias = bias.data();
