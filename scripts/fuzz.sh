@@ -36,7 +36,7 @@ seeds_tokenizer_encode_fuzz=("$fixtures/tokenizer-llama3/README.md"
   "$fixtures/tokenizer-llama2/reference_tokenizations.json")
 # Inputs at most this long (libFuzzer's -max_len; larger seeds are cut): the tokenizer's cost
 # grows with the text, and long inputs find nothing short ones do not.
-max_len_tokenizer_encode_fuzz=4096
+max_len_tokenizer_encode_fuzz=1024
 # Chat templates: Qwen3's tokenizer_config.json holds a real template (inside a JSON string;
 # Llama 3's file is 50 KB of added tokens around a short one).
 targets+=(chat_template_fuzz)
