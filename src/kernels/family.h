@@ -151,21 +151,27 @@ TileSplit split_tiles(int64_t m, int64_t panels, int threads, int64_t row_block 
 
 // The driver's steps, in the order a family's matmul() takes them.
 
-// The threads a call runs on: `max_threads` (0: all) capped at the pool's size.
-inline int call_threads(const ThreadPool& pool, int max_threads) {
-  return max_threads > 0 ? std::min(max_threads, pool.size()) : pool.size();
+// What a call runs on: `pool` (null: the global pool) and `max_threads` of it (0: all).
+struct CallThreads {
+  ThreadPool& pool;
+  int count;
+};
+inline CallThreads call_threads(ThreadPool* pool, int max_threads) {
+  ThreadPool& p = pool != nullptr ? *pool : ThreadPool::global();
+  return {p, max_threads > 0 ? std::min(max_threads, p.size()) : p.size()};
 }
 
 // Runs `prepare(m0, m1)` over m rows split in one range per thread. It prepares the rows as the
 // family's kernels read them (quantized, converted, or only checked) and returns the first row
 // of [m0, m1) holding a NaN or an infinity, or -1: such a row is an error naming `function`.
 template <class Prepare>
-void prepare_rows(std::string_view function, int64_t m, ThreadPool& pool, int threads,
+void prepare_rows(std::string_view function, int64_t m, const CallThreads& threads,
                   Prepare&& prepare) {
-  const int64_t tasks = std::min<int64_t>(m, threads);
+  const int64_t tasks = std::min<int64_t>(m, threads.count);
   std::vector<int64_t> bad_row(static_cast<size_t>(tasks), -1);
-  pool.run(
-      tasks, [&](int64_t t) { bad_row[t] = prepare(m * t / tasks, m * (t + 1) / tasks); }, threads);
+  threads.pool.run(
+      tasks, [&](int64_t t) { bad_row[t] = prepare(m * t / tasks, m * (t + 1) / tasks); },
+      threads.count);
   for (int64_t row : bad_row)
     if (row >= 0)
       throw Error(std::string(function) + ": activation row " + std::to_string(row) +
@@ -174,16 +180,16 @@ void prepare_rows(std::string_view function, int64_t m, ThreadPool& pool, int th
 
 // Runs `run_tile(m0, m1, p0, p1)` for every non-empty tile of split_tiles(m, panels, threads).
 template <class RunTile>
-void run_tiles(int64_t m, int64_t panels, ThreadPool& pool, int threads, RunTile&& run_tile) {
-  const TileSplit split = split_tiles(m, panels, threads);
-  pool.run(
+void run_tiles(int64_t m, int64_t panels, const CallThreads& threads, RunTile&& run_tile) {
+  const TileSplit split = split_tiles(m, panels, threads.count);
+  threads.pool.run(
       split.tiles(),
       [&](int64_t t) {
         int64_t m0, m1, p0, p1;
         split.tile(t, &m0, &m1, &p0, &p1);
         if (p0 < p1) run_tile(m0, m1, p0, p1);
       },
-      threads);
+      threads.count);
 }
 
 // At least `bytes` of scratch (64-byte aligned) owned by the calling thread and kept for its

@@ -8,7 +8,6 @@
 #include "../family.h"
 #include "dq4/attention.h"
 #include "dq4/error.h"
-#include "dq4/thread_pool.h"
 #include "kernel.h"
 
 namespace dq4::attention {
@@ -85,8 +84,7 @@ void run(const Args& a, const Kernel& kernel) {
   const Problem p = checked_problem(a);
   if (!kernel.supported(cpu_features()))
     fail(kernels::unsupported_reason(kernel.name, kernel.needs));
-  ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
-  const int threads = kernels::call_threads(pool, a.max_threads);
+  const kernels::CallThreads threads = kernels::call_threads(a.pool, a.max_threads);
 
   // Whole kv head groups share their keys and values; split a group's heads only when there
   // are too few tiles to keep the threads busy.
@@ -94,9 +92,9 @@ void run(const Args& a, const Kernel& kernel) {
   const int64_t row_blocks = (p.tokens + kRowBlock - 1) / kRowBlock;
   const int64_t group_tiles = p.num_kv_heads * row_blocks;
   const int64_t head_splits =
-      std::clamp<int64_t>((2 * threads + group_tiles - 1) / group_tiles, 1, group);
+      std::clamp<int64_t>((2 * threads.count + group_tiles - 1) / group_tiles, 1, group);
   const int64_t tiles = group_tiles * head_splits;
-  pool.run(
+  threads.pool.run(
       tiles,
       [&](int64_t task) {
         // The last row blocks (the most keys) of every head first, so that the short tiles
@@ -113,7 +111,7 @@ void run(const Args& a, const Kernel& kernel) {
         const auto bytes = static_cast<size_t>(scratch_floats(p, t)) * sizeof(float);
         kernel.run(p, t, reinterpret_cast<float*>(kernels::thread_scratch(bytes)));
       },
-      threads);
+      threads.count);
 }
 
 }  // namespace dq4::attention

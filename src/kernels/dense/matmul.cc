@@ -8,7 +8,6 @@
 #include "../family.h"
 #include "dq4/dense.h"
 #include "dq4/error.h"
-#include "dq4/thread_pool.h"
 #include "kernel.h"
 
 namespace dq4::dense {
@@ -32,8 +31,7 @@ void matmul(const PackedWeights& w, const MatmulArgs& a) {
   const Kernel& kernel = w.kernel();
   const Element element = w.element() == WeightType::bf16 ? Element::bf16 : Element::f32;
   const Layout l = make_layout(w.n(), w.k(), element, kernel.nr);
-  ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
-  const int threads = kernels::call_threads(pool, a.max_threads);
+  const kernels::CallThreads threads = kernels::call_threads(a.pool, a.max_threads);
 
   Lhs lhs;
   lhs.x = a.x;
@@ -44,13 +42,12 @@ void matmul(const PackedWeights& w, const MatmulArgs& a) {
     lhs.pairs = scratch.pairs(a.m, lhs.ld_pairs);
   }
 
-  kernels::prepare_rows("dense::matmul", a.m, pool, threads,
+  kernels::prepare_rows("dense::matmul", a.m, threads,
                         [&](int64_t m0, int64_t m1) { return kernel.prepare(l, m0, m1, lhs); });
   const uint8_t* packed = w.data();
-  kernels::run_tiles(a.m, l.panels, pool, threads,
-                     [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-                       kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
-                     });
+  kernels::run_tiles(a.m, l.panels, threads, [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+    kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
+  });
 }
 
 }  // namespace dq4::dense

@@ -9,7 +9,6 @@
 #include "../family.h"
 #include "../w4a8/kernel.h"
 #include "dq4/error.h"
-#include "dq4/thread_pool.h"
 #include "dq4/w4a16.h"
 #include "kernel.h"
 
@@ -29,15 +28,13 @@ int64_t first_non_finite_row(const float* x, int64_t ldx, int64_t k, int64_t m0,
 
 void run_rows_and_tiles(const Kernel& kernel, const Layout& l, const uint8_t* packed,
                         const MatmulArgs& a) {
-  ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
-  const int threads = kernels::call_threads(pool, a.max_threads);
-  kernels::prepare_rows("w4a16::matmul", a.m, pool, threads, [&](int64_t m0, int64_t m1) {
+  const kernels::CallThreads threads = kernels::call_threads(a.pool, a.max_threads);
+  kernels::prepare_rows("w4a16::matmul", a.m, threads, [&](int64_t m0, int64_t m1) {
     return first_non_finite_row(a.x, a.ldx, l.k, m0, m1);
   });
-  kernels::run_tiles(a.m, l.panels, pool, threads,
-                     [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-                       kernel.run(l, packed, a.x, a.ldx, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
-                     });
+  kernels::run_tiles(a.m, l.panels, threads, [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+    kernel.run(l, packed, a.x, a.ldx, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
+  });
 }
 
 // The kernel that runs weights packed with panel width nr: the default when it matches (or is the

@@ -68,7 +68,6 @@ void quantize_checked(const std::string& f, const float* x, int64_t m, int64_t k
   if (max_threads < 0)
     throw Error(f + ": max_threads must be >= 0, got " + std::to_string(max_threads));
   const Kernel& quantizer = kernel != nullptr ? *kernel : default_kernel();
-  ThreadPool& p = pool != nullptr ? *pool : ThreadPool::global();
 
   const int64_t ldq = round_up(k, kSumBlock), blocks = ldq / kSumBlock;
   const size_t q_bytes = static_cast<size_t>(round_up(m * ldq, 64));
@@ -92,7 +91,7 @@ void quantize_checked(const std::string& f, const float* x, int64_t m, int64_t k
   lhs.asum = reinterpret_cast<int32_t*>(base + out.sums_offset_);
   lhs.groups = blocks;
   const Layout blocks_layout = block_layout(k, quantizer);
-  kernels::prepare_rows(f, m, p, kernels::call_threads(p, max_threads),
+  kernels::prepare_rows(f, m, kernels::call_threads(pool, max_threads),
                         [&](int64_t m0, int64_t m1) {
                           return quantizer.quantize(x, ldx, m0, m1, blocks_layout, lhs);
                         });
@@ -117,8 +116,6 @@ void matmul(const PackedWeights& w, const QuantizedActivations& x, const MatmulA
                 std::to_string(w.k()));
   const Kernel& kernel = w.kernel();
   const Layout l = make_layout(w.n(), w.k(), w.group_size(), kernel.nr);
-  ThreadPool& pool = a.pool != nullptr ? *a.pool : ThreadPool::global();
-  const int threads = kernels::call_threads(pool, a.max_threads);
 
   const uint8_t* base = x.data_.data();
   QuantizedLhs lhs;
@@ -131,14 +128,15 @@ void matmul(const PackedWeights& w, const QuantizedActivations& x, const MatmulA
   lhs.groups = l.groups;
 
   const uint8_t* packed = w.data();
-  kernels::run_tiles(
-      a.m, l.panels, pool, threads, [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-        const int64_t scratch_bytes =
-            kernel.scratch_bytes != nullptr ? kernel.scratch_bytes(l, m1 - m0) : 0;
-        kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max,
-                   scratch_bytes > 0 ? kernels::thread_scratch(static_cast<size_t>(scratch_bytes))
-                                     : nullptr);
-      });
+  kernels::run_tiles(a.m, l.panels, kernels::call_threads(a.pool, a.max_threads),
+                     [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+                       const int64_t scratch_bytes =
+                           kernel.scratch_bytes != nullptr ? kernel.scratch_bytes(l, m1 - m0) : 0;
+                       kernel.run(l, packed, lhs, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max,
+                                  scratch_bytes > 0
+                                      ? kernels::thread_scratch(static_cast<size_t>(scratch_bytes))
+                                      : nullptr);
+                     });
 }
 
 void matmul(const PackedWeights& w, const MatmulArgs& a) {

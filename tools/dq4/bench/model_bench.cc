@@ -194,14 +194,14 @@ int run_model_bench(int argc, char** argv, int first) {
   if (synth && !options.quantize_group) options.quantize_group = 32;  // the synthetic model is BF16
   MachineReferences refs(size_t{1} << 30, w4a8::kernel_name(w4a8::default_kernel()), threads);
   refs.measure(stderr, "before");
-  // The probe's gigabyte is not the model's: peak RSS from here on is the model's and its caches'.
-  refs.release();
-  if (!reset_peak_rss()) std::fprintf(stderr, "warning: peak RSS includes the bandwidth probe\n");
+  refs.release();  // the probe's gigabyte is not the model's
   std::vector<Case> cases;
   size_t packed = 0, embedding = 0;
   double load_seconds = 0;
   const auto bench_head = [&](bool quantized_head, bool prompts) {
-    reset_peak_rss();  // each model's own peak, not the one before it
+    // Each model's own peak, not the probe's or the model's before it.
+    if (!reset_peak_rss())
+      std::fprintf(stderr, "warning: peak RSS includes what ran before this model\n");
     ModelOptions o = options;
     if (quantized_head) o.linear.quantize_dense_group = 32;
     std::unique_ptr<Model> model;
@@ -221,7 +221,8 @@ int run_model_bench(int argc, char** argv, int first) {
     const size_t first = cases.size();
     for (int t : threads) run_cases(*model, t, s, head, cases, prompts);
     int64_t context = kDecodePrompt + s.decode_tokens;
-    for (int64_t n : s.prompt_lengths) context = std::max(context, prompts ? n : 0);
+    if (prompts)
+      for (int64_t n : s.prompt_lengths) context = std::max(context, n);
     const double model_bytes = static_cast<double>(model->load_report().packed_bytes) +
                                static_cast<double>(model->load_report().embedding_bytes) +
                                kv_bytes(model->config(), context, s.kv_type);
