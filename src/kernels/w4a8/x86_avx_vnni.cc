@@ -6,6 +6,7 @@ namespace dq4::w4a8 {
 namespace {
 
 struct AvxVnniDot {
+  static constexpr bool kPairSums = false;  // VPDPBUSD accumulates in int32 directly
   static __m256i step(__m256i acc, __m256i lo, __m256i a_lo, __m256i hi, __m256i a_hi) {
     return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(acc, lo, a_lo), hi, a_hi);
   }

@@ -153,6 +153,85 @@ inline __m256 load_bf16(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
 }
 
+// One 32-k block (4 steps) on a Dot with int16 pair sums, summed in int16 lanes (sums[r][j]:
+// columns 8j..8j+7 of row r, two lanes per column) for the caller to widen once. The step
+// loop stays rolled: unrolled, the compiler reassociates the int16 adds across steps, computes
+// every product first and spills.
+template <class Dot, int MR, bool kStream>
+__attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, const int8_t* const* q,
+                                                           int64_t k0,
+                                                           __m256i (&sums)[MR][kVectors]) {
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+    for (int j = 0; j < kVectors; ++j) sums[r][j] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+  for (int s = 0; s < 4; ++s, w += kNr * 4) {
+    if constexpr (kStream)
+      _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes), _MM_HINT_T0);
+    __m256i lo[kVectors], hi[kVectors];
+#pragma GCC unroll 2
+    for (int j = 0; j < kVectors; ++j) {
+      const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
+      lo[j] = _mm256_and_si256(raw, low_mask);
+      hi[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+    }
+    const int64_t k = k0 + s * 8;
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+      const __m256i a_lo = _mm256_set1_epi32(load_dword(q[r] + k));
+      const __m256i a_hi = _mm256_set1_epi32(load_dword(q[r] + k + 4));
+#pragma GCC unroll 2
+      for (int j = 0; j < kVectors; ++j)
+        sums[r][j] = _mm256_add_epi16(sums[r][j], Dot::pair_sums(lo[j], a_lo, hi[j], a_hi));
+    }
+  }
+}
+
+// dot_steps' contract on whole 32-k blocks (`steps` a multiple of 4, as every group and the
+// channelwise K are). A Dot with int16 pair sums widens once per block: straight into finish for
+// a single block (group 32), else into int32 sums kept in L1 (registers hold the int16 ones).
+template <class Dot, int MR, bool kStream, class Finish>
+__attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t steps,
+                                               const int8_t* const* q, int64_t k0,
+                                               const int32_t* start, Finish&& finish) {
+  if constexpr (!Dot::kPairSums) {
+    dot_steps<Dot, MR, kStream>(w, steps, q, k0, start, finish);
+  } else if (steps == 4) {
+    __m256i sums[MR][kVectors];
+    block_pair_sums<Dot, MR, kStream>(w, q, k0, sums);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+      for (int j = 0; j < kVectors; ++j)
+        finish(r, j, _mm256_add_epi32(Dot::widen(sums[r][j]), _mm256_set1_epi32(start[r])));
+  } else {
+    alignas(32) int32_t acc[MR][kNr];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+      for (int j = 0; j < kVectors; ++j)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(acc[r] + 8 * j), _mm256_set1_epi32(start[r]));
+    for (int64_t b = 0; b < steps / 4; ++b) {
+      __m256i sums[MR][kVectors];
+      block_pair_sums<Dot, MR, kStream>(w + b * 4 * kNr * 4, q, k0 + 32 * b, sums);
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+        for (int j = 0; j < kVectors; ++j) {
+          __m256i* a = reinterpret_cast<__m256i*>(acc[r] + 8 * j);
+          _mm256_store_si256(a, _mm256_add_epi32(_mm256_load_si256(a), Dot::widen(sums[r][j])));
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+      for (int j = 0; j < kVectors; ++j)
+        finish(r, j, _mm256_load_si256(reinterpret_cast<const __m256i*>(acc[r] + 8 * j)));
+  }
+}
+
 template <class Dot, int MR, bool kStream>
 void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, float* y,
           int64_t ldy, int64_t n0, float lo, float hi) {
@@ -162,7 +241,7 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
   if (l.channelwise) {
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
     for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
-    dot_steps<Dot, MR, kStream>(
+    dot<Dot, MR, kStream>(
         panel.group_data(0), l.full_group_steps, q, 0, start, [&](int r, int j, __m256i sum) {
           const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
           const __m256i sums =
@@ -176,12 +255,17 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
   } else {
     // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
     // integer accumulators of the hot loop.
-    alignas(32) float facc[MR][kNr] = {};
+    alignas(32) float facc[MR][kNr];
+    // Vector stores: `= {}` compiles to REP STOSQ, whose start-up alone costs several percent.
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+      for (int j = 0; j < kVectors; ++j) _mm256_store_ps(facc[r] + 8 * j, _mm256_setzero_ps());
     for (int64_t g = 0; g < l.groups; ++g) {
       int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
       for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
       const uint16_t* scales = panel.group_scales(g);
-      dot_steps<Dot, MR, kStream>(
+      dot<Dot, MR, kStream>(
           panel.group_data(g), l.group_steps(g), q, l.group_begin(g), start,
           [&](int r, int j, __m256i block) {
             _mm256_store_ps(facc[r] + 8 * j,
