@@ -10,7 +10,7 @@
 //   bf16_odd(raw) (high halves widened), prefetch(const uint8_t*), and the tile shapes
 //   kDecodeRows x kDecodeVectors (the whole panel: kDecodeVectors = nr / kLanes) and
 //   kPrefillRows x kPrefillVectors.
-// P provides accumulate<MR, NV, kStream>(lhs, m, w, step_bytes, panel_bytes, k0, k1, acc):
+// P provides accumulate<MR, NV, kPrefetch>(lhs, m, w, step_bytes, panel_bytes, k0, k1, acc):
 //   acc[r][j] += rows m + r of x times the columns of vector j (vector_at), over k0..k1 (k0 a
 //   multiple of 2).
 
@@ -36,18 +36,30 @@ DQ4_DENSE_INLINE const uint8_t* vector_at(const uint8_t* w, int64_t panel_bytes,
   return w + j / V::kDecodeVectors * panel_bytes + V::kBytes * (j % V::kDecodeVectors);
 }
 
-template <class V, int NV>
+// What a tile prefetches while it computes: nothing (its weights are in L1/L2), its own weights
+// kPrefetchBytes ahead (the tile that reads them first from memory), or the next panel's weights
+// at the same k (a later row tile, so that the next panel's first tile finds them in L2: with few
+// rows, streaming in the first tile alone leaves that tile waiting on memory).
+enum class Prefetch { none, ahead, next_panel };
+
+template <class V, int NV, Prefetch kPrefetch>
 DQ4_DENSE_INLINE void prefetch_step(const uint8_t* w, int64_t panel_bytes) {
   constexpr int kPanelStep = V::kDecodeVectors * V::kBytes;  // a whole panel's step
+  if constexpr (kPrefetch == Prefetch::ahead) {
 #pragma GCC unroll 8
-  for (int off = 0; off < NV * V::kBytes; off += 64)
-    V::prefetch(w + off / kPanelStep * panel_bytes + kPrefetchBytes + off % kPanelStep);
+    for (int off = 0; off < NV * V::kBytes; off += 64)
+      V::prefetch(w + off / kPanelStep * panel_bytes + kPrefetchBytes + off % kPanelStep);
+  } else if constexpr (kPrefetch == Prefetch::next_panel) {
+    static_assert(NV * V::kBytes <= kPanelStep, "a tile that brings the next panel spans one");
+#pragma GCC unroll 8
+    for (int off = 0; off < NV * V::kBytes; off += 64) V::prefetch(w + panel_bytes + off);
+  }
 }
 
 // The exact math with bf16 weights: per step, k (low halves) then k + 1 (high halves).
 template <class V>
 struct ExactBf16 {
-  template <int MR, int NV, bool kStream>
+  template <int MR, int NV, Prefetch kPrefetch>
   static DQ4_DENSE_INLINE void accumulate(const Lhs& lhs, int64_t m, const uint8_t* w,
                                           int64_t step_bytes, int64_t panel_bytes, int64_t k0,
                                           int64_t k1, typename V::Reg (&acc)[MR][NV]) {
@@ -55,7 +67,7 @@ struct ExactBf16 {
     for (int r = 0; r < MR; ++r) x[r] = lhs.x + (m + r) * lhs.ldx;
     int64_t k = k0;
     for (; k + 2 <= k1; k += 2, w += step_bytes) {
-      if constexpr (kStream) prefetch_step<V, NV>(w, panel_bytes);
+      prefetch_step<V, NV, kPrefetch>(w, panel_bytes);
       typename V::Reg a[MR], b[MR];
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
@@ -87,14 +99,14 @@ struct ExactBf16 {
 // The exact math with f32 weights: one k per step.
 template <class V>
 struct ExactF32 {
-  template <int MR, int NV, bool kStream>
+  template <int MR, int NV, Prefetch kPrefetch>
   static DQ4_DENSE_INLINE void accumulate(const Lhs& lhs, int64_t m, const uint8_t* w,
                                           int64_t step_bytes, int64_t panel_bytes, int64_t k0,
                                           int64_t k1, typename V::Reg (&acc)[MR][NV]) {
     const float* x[MR];
     for (int r = 0; r < MR; ++r) x[r] = lhs.x + (m + r) * lhs.ldx;
     for (int64_t k = k0; k < k1; ++k, w += step_bytes) {
-      if constexpr (kStream) prefetch_step<V, NV>(w, panel_bytes);
+      prefetch_step<V, NV, kPrefetch>(w, panel_bytes);
       typename V::Reg a[MR];
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) a[r] = V::set1(x[r][k]);
@@ -111,7 +123,7 @@ struct ExactF32 {
 // Rows m..m+MR-1 x columns c0 .. c0 + NV kLanes from the panel at `panel` (first column n0; NV
 // may span the next panel too), over k0..k1: starts from 0 (k0 = 0) or the partial sums in y,
 // ends with bias and clamp (k1 = K).
-template <class V, class P, int MR, int NV, bool kStream>
+template <class V, class P, int MR, int NV, Prefetch kPrefetch>
 void tile(const Layout& l, const uint8_t* panel, int64_t c0, const Lhs& lhs, int64_t m, float* y,
           int64_t ldy, int64_t n0, int64_t k0, int64_t k1, float lo, float hi) {
   using Reg = typename V::Reg;
@@ -131,8 +143,8 @@ void tile(const Layout& l, const uint8_t* panel, int64_t c0, const Lhs& lhs, int
         acc[r][j] = V::load_n(row + L * j, static_cast<int>(valid - L * j));
     }
   }
-  P::template accumulate<MR, NV, kStream>(lhs, m, panel + c0 * 4 + k0 / l.step_k() * l.step_bytes,
-                                          l.step_bytes, l.panel_bytes, k0, k1, acc);
+  P::template accumulate<MR, NV, kPrefetch>(lhs, m, panel + c0 * 4 + k0 / l.step_k() * l.step_bytes,
+                                            l.step_bytes, l.panel_bytes, k0, k1, acc);
   const bool last = k1 == l.k;
   const Reg vlo = V::set1(lo), vhi = V::set1(hi);
   for (int r = 0; r < MR; ++r) {
@@ -151,15 +163,15 @@ void tile(const Layout& l, const uint8_t* panel, int64_t c0, const Lhs& lhs, int
 }
 
 // tile<rows, NV> over the columns of one panel, for a run-time rows in 1..Rows.
-template <class V, class P, int Rows, int NV, bool kStream>
+template <class V, class P, int Rows, int NV, Prefetch kPrefetch>
 void tile_rows(const Layout& l, const uint8_t* panel, const Lhs& lhs, int64_t m, int64_t rows,
                float* y, int64_t ldy, int64_t n0, int64_t k0, int64_t k1, float lo, float hi) {
   if constexpr (Rows > 0) {
     if (rows != Rows)
-      return tile_rows<V, P, Rows - 1, NV, kStream>(l, panel, lhs, m, rows, y, ldy, n0, k0, k1, lo,
-                                                    hi);
+      return tile_rows<V, P, Rows - 1, NV, kPrefetch>(l, panel, lhs, m, rows, y, ldy, n0, k0, k1,
+                                                      lo, hi);
     for (int64_t c0 = 0; c0 < l.nr && n0 + c0 < l.n; c0 += NV * V::kLanes)
-      tile<V, P, Rows, NV, kStream>(l, panel, c0, lhs, m, y, ldy, n0, k0, k1, lo, hi);
+      tile<V, P, Rows, NV, kPrefetch>(l, panel, c0, lhs, m, y, ldy, n0, k0, k1, lo, hi);
   }
 }
 
@@ -170,10 +182,10 @@ void run_panels(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t 
     int64_t p = p0;
     if (m1 - m0 == 1)  // one row: two panels at a time, so that enough FMA chains overlap
       for (; p + 2 <= p1; p += 2)
-        tile<V, P, 1, 2 * V::kDecodeVectors, true>(l, panel_at(packed, l, p), 0, lhs, m0, y, ldy,
-                                                   p * l.nr, 0, l.k, lo, hi);
+        tile<V, P, 1, 2 * V::kDecodeVectors, Prefetch::ahead>(l, panel_at(packed, l, p), 0, lhs, m0,
+                                                              y, ldy, p * l.nr, 0, l.k, lo, hi);
     for (; p < p1; ++p)
-      tile_rows<V, P, V::kDecodeRows, V::kDecodeVectors, true>(
+      tile_rows<V, P, V::kDecodeRows, V::kDecodeVectors, Prefetch::ahead>(
           l, panel_at(packed, l, p), lhs, m0, m1 - m0, y, ldy, p * l.nr, 0, l.k, lo, hi);
     return;
   }
@@ -181,11 +193,22 @@ void run_panels(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t 
   const int64_t block = std::max<int64_t>(2, kBlockBytes / (l.nr * element_bytes) / 2 * 2);
   for (int64_t k0 = 0; k0 < l.k; k0 += block) {
     const int64_t k1 = std::min(l.k, k0 + block);
-    for (int64_t p = p0; p < p1; ++p)
-      for (int64_t m = m0; m < m1; m += V::kPrefillRows)
-        tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, false>(
-            l, panel_at(packed, l, p), lhs, m, std::min<int64_t>(V::kPrefillRows, m1 - m), y, ldy,
-            p * l.nr, k0, k1, lo, hi);
+    for (int64_t p = p0; p < p1; ++p) {
+      const uint8_t* panel = panel_at(packed, l, p);
+      for (int64_t m = m0; m < m1; m += V::kPrefillRows) {
+        const int64_t rows = std::min<int64_t>(V::kPrefillRows, m1 - m);
+        // The first row tile streams this block (ahead), the second brings the next panel's.
+        if (m == m0)
+          tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::ahead>(
+              l, panel, lhs, m, rows, y, ldy, p * l.nr, k0, k1, lo, hi);
+        else if (m == m0 + V::kPrefillRows && p + 1 < p1)
+          tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::next_panel>(
+              l, panel, lhs, m, rows, y, ldy, p * l.nr, k0, k1, lo, hi);
+        else
+          tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::none>(
+              l, panel, lhs, m, rows, y, ldy, p * l.nr, k0, k1, lo, hi);
+      }
+    }
   }
 }
 

@@ -9,7 +9,7 @@ namespace {
 
 // x[k], x[k+1] rounded to bf16 as one dword, broadcast against 16 columns' weight pairs.
 struct DotBf16 {
-  template <int MR, int NV, bool kStream>
+  template <int MR, int NV, Prefetch kPrefetch>
   static DQ4_DENSE_INLINE void accumulate(const Lhs& lhs, int64_t m, const uint8_t* w,
                                           int64_t step_bytes, int64_t panel_bytes, int64_t k0,
                                           int64_t k1, __m512 (&acc)[MR][NV]) {
@@ -17,7 +17,7 @@ struct DotBf16 {
     for (int r = 0; r < MR; ++r) pairs[r] = lhs.pairs + (m + r) * lhs.ld_pairs;
     const int64_t end = (k1 + 1) / 2;
     for (int64_t s = k0 / 2; s < end; ++s, w += step_bytes) {
-      if constexpr (kStream) prefetch_step<Zmm, NV>(w, panel_bytes);
+      prefetch_step<Zmm, NV, kPrefetch>(w, panel_bytes);
       __m512bh a[MR];
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r)
