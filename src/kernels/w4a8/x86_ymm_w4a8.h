@@ -109,10 +109,11 @@ constexpr int kPrefetchBytes = 2048;
 
 // Integer dot products start[r] + sum(a * u) of MR rows with the 16 columns over `steps` steps of
 // 8 k from k0, handed to finish(r, j, sums of columns 8j..8j+7) while still in registers.
-template <class Dot, int MR, bool kStream, class Finish>
-__attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
-                                                     const int8_t* const* q, int64_t k0,
-                                                     const int32_t* start, Finish&& finish) {
+template <class Dot, int MR, bool kPrefetch, class Finish>
+__attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t prefetch,
+                                                     int64_t steps, const int8_t* const* q,
+                                                     int64_t k0, const int32_t* start,
+                                                     Finish&& finish) {
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
   __m256i acc[MR][kVectors];
 #pragma GCC unroll 4
@@ -120,8 +121,7 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t s
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm256_set1_epi32(start[r]);
   for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
-    if constexpr (kStream)
-      _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes), _MM_HINT_T0);
+    if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(w + prefetch), _MM_HINT_T0);
     __m256i lo[kVectors], hi[kVectors];
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) {
@@ -157,9 +157,9 @@ inline __m256 load_bf16(const uint16_t* p) {
 // columns 8j..8j+7 of row r, two lanes per column) for the caller to widen once. The step
 // loop stays rolled: unrolled, the compiler reassociates the int16 adds across steps, computes
 // every product first and spills.
-template <class Dot, int MR, bool kStream>
-__attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, const int8_t* const* q,
-                                                           int64_t k0,
+template <class Dot, int MR, bool kPrefetch>
+__attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, int64_t prefetch,
+                                                           const int8_t* const* q, int64_t k0,
                                                            __m256i (&sums)[MR][kVectors]) {
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
 #pragma GCC unroll 4
@@ -168,8 +168,7 @@ __attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, con
     for (int j = 0; j < kVectors; ++j) sums[r][j] = _mm256_setzero_si256();
 #pragma GCC unroll 1
   for (int s = 0; s < 4; ++s, w += kNr * 4) {
-    if constexpr (kStream)
-      _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes), _MM_HINT_T0);
+    if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(w + prefetch), _MM_HINT_T0);
     __m256i lo[kVectors], hi[kVectors];
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) {
@@ -192,15 +191,15 @@ __attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, con
 // dot_steps' contract on whole 32-k blocks (`steps` a multiple of 4, as every group and the
 // channelwise K are). A Dot with int16 pair sums widens once per block: straight into finish for
 // a single block (group 32), else into int32 sums kept in L1 (registers hold the int16 ones).
-template <class Dot, int MR, bool kStream, class Finish>
-__attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t steps,
+template <class Dot, int MR, bool kPrefetch, class Finish>
+__attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t prefetch, int64_t steps,
                                                const int8_t* const* q, int64_t k0,
                                                const int32_t* start, Finish&& finish) {
   if constexpr (!Dot::kPairSums) {
-    dot_steps<Dot, MR, kStream>(w, steps, q, k0, start, finish);
+    dot_steps<Dot, MR, kPrefetch>(w, prefetch, steps, q, k0, start, finish);
   } else if (steps == 4) {
     __m256i sums[MR][kVectors];
-    block_pair_sums<Dot, MR, kStream>(w, q, k0, sums);
+    block_pair_sums<Dot, MR, kPrefetch>(w, prefetch, q, k0, sums);
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
@@ -215,7 +214,7 @@ __attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t steps,
         _mm256_store_si256(reinterpret_cast<__m256i*>(acc[r] + 8 * j), _mm256_set1_epi32(start[r]));
     for (int64_t b = 0; b < steps / 4; ++b) {
       __m256i sums[MR][kVectors];
-      block_pair_sums<Dot, MR, kStream>(w + b * 4 * kNr * 4, q, k0 + 32 * b, sums);
+      block_pair_sums<Dot, MR, kPrefetch>(w + b * 4 * kNr * 4, prefetch, q, k0 + 32 * b, sums);
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
@@ -232,17 +231,18 @@ __attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t steps,
   }
 }
 
-template <class Dot, int MR, bool kStream>
-void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, float* y,
-          int64_t ldy, int64_t n0, float lo, float hi) {
+template <class Dot, int MR, bool kPrefetch>
+void tile(const Layout& l, const PanelView& panel, int64_t prefetch, const QuantizedLhs& lhs,
+          int64_t m, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
   __m256 out[MR][kVectors];
   if (l.channelwise) {
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
     for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
-    dot<Dot, MR, kStream>(
-        panel.group_data(0), l.full_group_steps, q, 0, start, [&](int r, int j, __m256i sum) {
+    dot<Dot, MR, kPrefetch>(
+        panel.group_data(0), prefetch, l.full_group_steps, q, 0, start,
+        [&](int r, int j, __m256i sum) {
           const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
           const __m256i sums =
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
@@ -265,8 +265,8 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
       int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
       for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
       const uint16_t* scales = panel.group_scales(g);
-      dot<Dot, MR, kStream>(
-          panel.group_data(g), l.group_steps(g), q, l.group_begin(g), start,
+      dot<Dot, MR, kPrefetch>(
+          panel.group_data(g), prefetch, l.group_steps(g), q, l.group_begin(g), start,
           [&](int r, int j, __m256i block) {
             _mm256_store_ps(facc[r] + 8 * j,
                             _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
@@ -301,19 +301,19 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
   }
 }
 
-// tile<Dot, rows, kStream> for a run-time rows in 1..4.
-template <class Dot, bool kStream>
-void tile_rows(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m,
-               int64_t rows, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+// tile<Dot, rows, kPrefetch> for a run-time rows in 1..4.
+template <class Dot, bool kPrefetch>
+void tile_rows(const Layout& l, const PanelView& panel, int64_t prefetch, const QuantizedLhs& lhs,
+               int64_t m, int64_t rows, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
   switch (rows) {
     case 4:
-      return tile<Dot, 4, kStream>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 4, kPrefetch>(l, panel, prefetch, lhs, m, y, ldy, n0, lo, hi);
     case 3:
-      return tile<Dot, 3, kStream>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 3, kPrefetch>(l, panel, prefetch, lhs, m, y, ldy, n0, lo, hi);
     case 2:
-      return tile<Dot, 2, kStream>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 2, kPrefetch>(l, panel, prefetch, lhs, m, y, ldy, n0, lo, hi);
     default:
-      return tile<Dot, 1, kStream>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 1, kPrefetch>(l, panel, prefetch, lhs, m, y, ldy, n0, lo, hi);
   }
 }
 
@@ -323,12 +323,19 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
-    // Every 4-row tile reads the whole panel: the first streams it from memory (prefetching
-    // ahead, into the next panel), the others find it in L1/L2. Panel outer, rows inner: the
-    // weights are read from memory once for all rows.
-    tile_rows<Dot, true>(l, panel, lhs, m0, std::min<int64_t>(4, m1 - m0), y, ldy, n0, lo, hi);
-    for (int64_t m = m0 + 4; m < m1; m += 4)
-      tile_rows<Dot, false>(l, panel, lhs, m, std::min<int64_t>(4, m1 - m), y, ldy, n0, lo, hi);
+    // Every 4-row tile reads the whole panel. Panel outer, rows inner: the weights are read from
+    // memory once for all rows. The first tile streams the panel (prefetching ahead, into the
+    // next panel); the second, while it computes from L1, brings the next panel's weights into
+    // the caches, so that with a few tiles per panel the first does not wait on memory.
+    tile_rows<Dot, true>(l, panel, kPrefetchBytes, lhs, m0, std::min<int64_t>(4, m1 - m0), y, ldy,
+                         n0, lo, hi);
+    for (int64_t m = m0 + 4; m < m1; m += 4) {
+      const int64_t rows = std::min<int64_t>(4, m1 - m);
+      if (m == m0 + 4 && p + 1 < p1)
+        tile_rows<Dot, true>(l, panel, l.panel_bytes, lhs, m, rows, y, ldy, n0, lo, hi);
+      else
+        tile_rows<Dot, false>(l, panel, 0, lhs, m, rows, y, ldy, n0, lo, hi);
+    }
   }
 }
 
