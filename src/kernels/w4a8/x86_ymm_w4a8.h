@@ -107,19 +107,17 @@ inline int32_t load_dword(const int8_t* p) {
 // Decode streams weights from DRAM once: prefetch ahead. Prefill re-reads panels from L2.
 constexpr int kPrefetchBytes = 2048;
 
-// Integer dot products start[r] + sum(a * u) of MR rows with the 16 columns over `steps` steps of
-// 8 k from k0, handed to finish(r, j, sums of columns 8j..8j+7) while still in registers.
-template <class Dot, int MR, bool kPrefetch, class Finish>
-__attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t prefetch,
+// The steps of 8 k from k0 of MR rows with the 16 columns: per step, the two nibble planes of
+// columns 8j..8j+7 (lo[j], hi[j]: u4 in bytes) and each row's 8 activations (a_lo, a_hi: 4 bytes
+// broadcast), handed to add(acc[r][j], lo[j], a_lo, hi[j], a_hi). The loop stays rolled: unrolled,
+// the compiler reassociates int16 adds across steps, computes every product first and spills.
+template <int MR, bool kPrefetch, class Add>
+__attribute__((always_inline)) inline void for_steps(const uint8_t* w, int64_t prefetch,
                                                      int64_t steps, const int8_t* const* q,
-                                                     int64_t k0, const int32_t* start,
-                                                     Finish&& finish) {
+                                                     int64_t k0, __m256i (&acc)[MR][kVectors],
+                                                     Add&& add) {
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
-  __m256i acc[MR][kVectors];
-#pragma GCC unroll 4
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 2
-    for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm256_set1_epi32(start[r]);
+#pragma GCC unroll 1
   for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
     if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(w + prefetch), _MM_HINT_T0);
     __m256i lo[kVectors], hi[kVectors];
@@ -135,9 +133,24 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t p
       const __m256i a_lo = _mm256_set1_epi32(load_dword(q[r] + k));
       const __m256i a_hi = _mm256_set1_epi32(load_dword(q[r] + k + 4));
 #pragma GCC unroll 2
-      for (int j = 0; j < kVectors; ++j) acc[r][j] = Dot::step(acc[r][j], lo[j], a_lo, hi[j], a_hi);
+      for (int j = 0; j < kVectors; ++j) acc[r][j] = add(acc[r][j], lo[j], a_lo, hi[j], a_hi);
     }
   }
+}
+
+// Integer dot products start[r] + sum(a * u) of MR rows with the 16 columns over `steps` steps of
+// 8 k from k0, handed to finish(r, j, sums of columns 8j..8j+7) while still in registers.
+template <class Dot, int MR, bool kPrefetch, class Finish>
+__attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t prefetch,
+                                                     int64_t steps, const int8_t* const* q,
+                                                     int64_t k0, const int32_t* start,
+                                                     Finish&& finish) {
+  __m256i acc[MR][kVectors];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+    for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm256_set1_epi32(start[r]);
+  for_steps<MR, kPrefetch>(w, prefetch, steps, q, k0, acc, Dot::step);
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
@@ -154,38 +167,19 @@ inline __m256 load_bf16(const uint16_t* p) {
 }
 
 // One 32-k block (4 steps) on a Dot with int16 pair sums, summed in int16 lanes (sums[r][j]:
-// columns 8j..8j+7 of row r, two lanes per column) for the caller to widen once. The step
-// loop stays rolled: unrolled, the compiler reassociates the int16 adds across steps, computes
-// every product first and spills.
+// columns 8j..8j+7 of row r, two lanes per column) for the caller to widen once.
 template <class Dot, int MR, bool kPrefetch>
 __attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, int64_t prefetch,
                                                            const int8_t* const* q, int64_t k0,
                                                            __m256i (&sums)[MR][kVectors]) {
-  const __m256i low_mask = _mm256_set1_epi8(0x0f);
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) sums[r][j] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-  for (int s = 0; s < 4; ++s, w += kNr * 4) {
-    if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(w + prefetch), _MM_HINT_T0);
-    __m256i lo[kVectors], hi[kVectors];
-#pragma GCC unroll 2
-    for (int j = 0; j < kVectors; ++j) {
-      const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
-      lo[j] = _mm256_and_si256(raw, low_mask);
-      hi[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
-    }
-    const int64_t k = k0 + s * 8;
-#pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r) {
-      const __m256i a_lo = _mm256_set1_epi32(load_dword(q[r] + k));
-      const __m256i a_hi = _mm256_set1_epi32(load_dword(q[r] + k + 4));
-#pragma GCC unroll 2
-      for (int j = 0; j < kVectors; ++j)
-        sums[r][j] = _mm256_add_epi16(sums[r][j], Dot::pair_sums(lo[j], a_lo, hi[j], a_hi));
-    }
-  }
+  for_steps<MR, kPrefetch>(w, prefetch, 4, q, k0, sums,
+                           [](__m256i sum, __m256i lo, __m256i a_lo, __m256i hi, __m256i a_hi) {
+                             return _mm256_add_epi16(sum, Dot::pair_sums(lo, a_lo, hi, a_hi));
+                           });
 }
 
 // dot_steps' contract on whole 32-k blocks (`steps` a multiple of 4, as every group and the
