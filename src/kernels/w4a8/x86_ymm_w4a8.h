@@ -107,25 +107,40 @@ inline int32_t load_dword(const int8_t* p) {
 // Decode streams weights from DRAM once: prefetch ahead. Prefill re-reads panels from L2.
 constexpr int kPrefetchBytes = 2048;
 
+// How a tile reads its weights: the panel's nibbles (from L1/L2), the nibbles while prefetching
+// `prefetch` bytes ahead of them (the tile that streams a panel, or brings the next one), or the
+// panel's planes unpacked once into scratch (prefill: each of many tiles skips the unpack).
+enum class Read { nibbles, nibbles_prefetching, planes };
+
+// Bytes of one step of 8 k in what a tile reads: 16 columns x 4 bytes of nibbles, or of each plane.
+template <Read kRead>
+constexpr int64_t kStepBytes = kRead == Read::planes ? kNr * 8 : kNr * 4;
+
 // The steps of 8 k from k0 of MR rows with the 16 columns: per step, the two nibble planes of
 // columns 8j..8j+7 (lo[j], hi[j]: u4 in bytes) and each row's 8 activations (a_lo, a_hi: 4 bytes
 // broadcast), handed to add(acc[r][j], lo[j], a_lo, hi[j], a_hi). The loop stays rolled: unrolled,
 // the compiler reassociates int16 adds across steps, computes every product first and spills.
-template <int MR, bool kPrefetch, class Add>
+template <int MR, Read kRead, class Add>
 __attribute__((always_inline)) inline void for_steps(const uint8_t* w, int64_t prefetch,
                                                      int64_t steps, const int8_t* const* q,
                                                      int64_t k0, __m256i (&acc)[MR][kVectors],
                                                      Add&& add) {
   const __m256i low_mask = _mm256_set1_epi8(0x0f);
 #pragma GCC unroll 1
-  for (int64_t s = 0; s < steps; ++s, w += kNr * 4) {
-    if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(w + prefetch), _MM_HINT_T0);
+  for (int64_t s = 0; s < steps; ++s, w += kStepBytes<kRead>) {
+    if constexpr (kRead == Read::nibbles_prefetching)
+      _mm_prefetch(reinterpret_cast<const char*>(w + prefetch), _MM_HINT_T0);
     __m256i lo[kVectors], hi[kVectors];
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) {
-      const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
-      lo[j] = _mm256_and_si256(raw, low_mask);
-      hi[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+      if constexpr (kRead == Read::planes) {
+        lo[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
+        hi[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + kNr * 4 + 32 * j));
+      } else {
+        const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
+        lo[j] = _mm256_and_si256(raw, low_mask);
+        hi[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+      }
     }
     const int64_t k = k0 + s * 8;
 #pragma GCC unroll 4
@@ -140,7 +155,7 @@ __attribute__((always_inline)) inline void for_steps(const uint8_t* w, int64_t p
 
 // Integer dot products start[r] + sum(a * u) of MR rows with the 16 columns over `steps` steps of
 // 8 k from k0, handed to finish(r, j, sums of columns 8j..8j+7) while still in registers.
-template <class Dot, int MR, bool kPrefetch, class Finish>
+template <class Dot, int MR, Read kRead, class Finish>
 __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t prefetch,
                                                      int64_t steps, const int8_t* const* q,
                                                      int64_t k0, const int32_t* start,
@@ -150,7 +165,7 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t p
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm256_set1_epi32(start[r]);
-  for_steps<MR, kPrefetch>(w, prefetch, steps, q, k0, acc, Dot::step);
+  for_steps<MR, kRead>(w, prefetch, steps, q, k0, acc, Dot::step);
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
@@ -168,7 +183,7 @@ inline __m256 load_bf16(const uint16_t* p) {
 
 // One 32-k block (4 steps) on a Dot with int16 pair sums, summed in int16 lanes (sums[r][j]:
 // columns 8j..8j+7 of row r, two lanes per column) for the caller to widen once.
-template <class Dot, int MR, bool kPrefetch>
+template <class Dot, int MR, Read kRead>
 __attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, int64_t prefetch,
                                                            const int8_t* const* q, int64_t k0,
                                                            __m256i (&sums)[MR][kVectors]) {
@@ -176,24 +191,24 @@ __attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, int
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) sums[r][j] = _mm256_setzero_si256();
-  for_steps<MR, kPrefetch>(w, prefetch, 4, q, k0, sums,
-                           [](__m256i sum, __m256i lo, __m256i a_lo, __m256i hi, __m256i a_hi) {
-                             return _mm256_add_epi16(sum, Dot::pair_sums(lo, a_lo, hi, a_hi));
-                           });
+  for_steps<MR, kRead>(w, prefetch, 4, q, k0, sums,
+                       [](__m256i sum, __m256i lo, __m256i a_lo, __m256i hi, __m256i a_hi) {
+                         return _mm256_add_epi16(sum, Dot::pair_sums(lo, a_lo, hi, a_hi));
+                       });
 }
 
 // dot_steps' contract on whole 32-k blocks (`steps` a multiple of 4, as every group and the
 // channelwise K are). A Dot with int16 pair sums widens once per block: straight into finish for
 // a single block (group 32), else into int32 sums kept in L1 (registers hold the int16 ones).
-template <class Dot, int MR, bool kPrefetch, class Finish>
+template <class Dot, int MR, Read kRead, class Finish>
 __attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t prefetch, int64_t steps,
                                                const int8_t* const* q, int64_t k0,
                                                const int32_t* start, Finish&& finish) {
   if constexpr (!Dot::kPairSums) {
-    dot_steps<Dot, MR, kPrefetch>(w, prefetch, steps, q, k0, start, finish);
+    dot_steps<Dot, MR, kRead>(w, prefetch, steps, q, k0, start, finish);
   } else if (steps == 4) {
     __m256i sums[MR][kVectors];
-    block_pair_sums<Dot, MR, kPrefetch>(w, prefetch, q, k0, sums);
+    block_pair_sums<Dot, MR, kRead>(w, prefetch, q, k0, sums);
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
@@ -208,7 +223,8 @@ __attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t prefetc
         _mm256_store_si256(reinterpret_cast<__m256i*>(acc[r] + 8 * j), _mm256_set1_epi32(start[r]));
     for (int64_t b = 0; b < steps / 4; ++b) {
       __m256i sums[MR][kVectors];
-      block_pair_sums<Dot, MR, kPrefetch>(w + b * 4 * kNr * 4, prefetch, q, k0 + 32 * b, sums);
+      block_pair_sums<Dot, MR, kRead>(w + b * 4 * kStepBytes<kRead>, prefetch, q, k0 + 32 * b,
+                                      sums);
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
@@ -225,27 +241,41 @@ __attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t prefetc
   }
 }
 
-template <class Dot, int MR, bool kPrefetch>
-void tile(const Layout& l, const PanelView& panel, int64_t prefetch, const QuantizedLhs& lhs,
-          int64_t m, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+// What a tile reads (kRead says which): the panel, and its planes in scratch or the prefetch
+// distance.
+struct TileWeights {
+  PanelView panel;
+  const uint8_t* planes = nullptr;  // Read::planes: the panel as unpack_panel() wrote it
+  int64_t prefetch = 0;             // Read::nibbles_prefetching: bytes ahead of each step
+
+  template <Read kRead>
+  const uint8_t* group(const Layout& l, int64_t g) const {
+    if constexpr (kRead == Read::planes) return planes + g * l.full_group_steps * kStepBytes<kRead>;
+    return panel.group_data(g);
+  }
+};
+
+template <class Dot, int MR, Read kRead>
+void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_t m, float* y,
+          int64_t ldy, int64_t n0, float lo, float hi) {
+  const PanelView& panel = w.panel;
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
   __m256 out[MR][kVectors];
   if (l.channelwise) {
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
     for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
-    dot<Dot, MR, kPrefetch>(
-        panel.group_data(0), prefetch, l.full_group_steps, q, 0, start,
-        [&](int r, int j, __m256i sum) {
-          const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
-          const __m256i sums =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
-          const __m256i u = _mm256_sub_epi32(sum, _mm256_mullo_epi32(zp, sums));
-          const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j),
-                                          _mm256_set1_ps(lhs.recip[m + r]));
-          out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
-                                    _mm256_loadu_ps(panel.cw_bias() + 8 * j));
-        });
+    dot<Dot, MR, kRead>(w.group<kRead>(l, 0), w.prefetch, l.full_group_steps, q, 0, start,
+                        [&](int r, int j, __m256i sum) {
+                          const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
+                          const __m256i sums = _mm256_loadu_si256(
+                              reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
+                          const __m256i u = _mm256_sub_epi32(sum, _mm256_mullo_epi32(zp, sums));
+                          const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j),
+                                                          _mm256_set1_ps(lhs.recip[m + r]));
+                          out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
+                                                    _mm256_loadu_ps(panel.cw_bias() + 8 * j));
+                        });
   } else {
     // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
     // integer accumulators of the hot loop.
@@ -259,8 +289,8 @@ void tile(const Layout& l, const PanelView& panel, int64_t prefetch, const Quant
       int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
       for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
       const uint16_t* scales = panel.group_scales(g);
-      dot<Dot, MR, kPrefetch>(
-          panel.group_data(g), prefetch, l.group_steps(g), q, l.group_begin(g), start,
+      dot<Dot, MR, kRead>(
+          w.group<kRead>(l, g), w.prefetch, l.group_steps(g), q, l.group_begin(g), start,
           [&](int r, int j, __m256i block) {
             _mm256_store_ps(facc[r] + 8 * j,
                             _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
@@ -295,40 +325,85 @@ void tile(const Layout& l, const PanelView& panel, int64_t prefetch, const Quant
   }
 }
 
-// tile<Dot, rows, kPrefetch> for a run-time rows in 1..4.
-template <class Dot, bool kPrefetch>
-void tile_rows(const Layout& l, const PanelView& panel, int64_t prefetch, const QuantizedLhs& lhs,
-               int64_t m, int64_t rows, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+// tile<Dot, rows, kRead> for a run-time rows in 1..4.
+template <class Dot, Read kRead>
+void tile_rows(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_t m,
+               int64_t rows, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
   switch (rows) {
     case 4:
-      return tile<Dot, 4, kPrefetch>(l, panel, prefetch, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 4, kRead>(l, w, lhs, m, y, ldy, n0, lo, hi);
     case 3:
-      return tile<Dot, 3, kPrefetch>(l, panel, prefetch, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 3, kRead>(l, w, lhs, m, y, ldy, n0, lo, hi);
     case 2:
-      return tile<Dot, 2, kPrefetch>(l, panel, prefetch, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 2, kRead>(l, w, lhs, m, y, ldy, n0, lo, hi);
     default:
-      return tile<Dot, 1, kPrefetch>(l, panel, prefetch, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 1, kRead>(l, w, lhs, m, y, ldy, n0, lo, hi);
   }
+}
+
+// Splits a panel's nibbles into planes, step by step: [lo: 16 columns x 4 bytes][hi: the same].
+inline void unpack_panel(const Layout& l, const PanelView& panel, uint8_t* out) {
+  const __m256i low_mask = _mm256_set1_epi8(0x0f);
+  for (int64_t g = 0; g < l.groups; ++g) {
+    const uint8_t* w = panel.group_data(g);
+    for (int64_t s = 0; s < l.group_steps(g); ++s, w += kNr * 4, out += kNr * 8) {
+      for (int j = 0; j < kVectors; ++j) {
+        const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * j),
+                           _mm256_and_si256(raw, low_mask));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + kNr * 4 + 32 * j),
+                           _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask));
+      }
+    }
+  }
+}
+
+// Calls of more rows than this unpack each panel into scratch first: the unpack is then paid
+// once per panel rather than once per 4-row tile (channelwise and G >= 64: 4-7 % faster on Zen 3
+// at M = 64-256). Fewer rows are bound by memory, where a separate unpack pass would stream the
+// panel without overlapping any arithmetic. Not at G = 32: there the tiles, busy with the
+// per-group epilogue, lose more to reading twice the bytes per step than the unpack costs (3-8 %
+// slower, measured).
+constexpr int64_t kUnpackRows = 16;
+// The planes of a panel stay in L2 up to this size (K <= 16384).
+constexpr int64_t kMaxPlanesBytes = int64_t{1} << 20;
+
+inline int64_t planes_bytes(const Layout& l) {
+  return ((l.groups - 1) * l.full_group_steps + l.last_group_steps) * kStepBytes<Read::planes>;
+}
+
+inline int64_t scratch_bytes(const Layout& l, int64_t rows) {
+  const int64_t bytes = planes_bytes(l);
+  const bool group32 = !l.channelwise && l.group == 32;
+  return rows > kUnpackRows && !group32 && bytes <= kMaxPlanesBytes ? bytes : 0;
 }
 
 template <class Dot>
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
-         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* /*scratch*/) {
+         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* scratch) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
+    if (scratch != nullptr) {
+      unpack_panel(l, panel, scratch);
+      for (int64_t m = m0; m < m1; m += 4)
+        tile_rows<Dot, Read::planes>(l, {panel, scratch, 0}, lhs, m, std::min<int64_t>(4, m1 - m),
+                                     y, ldy, n0, lo, hi);
+      continue;
+    }
     // Every 4-row tile reads the whole panel. Panel outer, rows inner: the weights are read from
     // memory once for all rows. The first tile streams the panel (prefetching ahead, into the
     // next panel); the second, while it computes from L1, brings the next panel's weights into
     // the caches, so that with a few tiles per panel the first does not wait on memory.
-    tile_rows<Dot, true>(l, panel, kPrefetchBytes, lhs, m0, std::min<int64_t>(4, m1 - m0), y, ldy,
-                         n0, lo, hi);
+    tile_rows<Dot, Read::nibbles_prefetching>(l, {panel, nullptr, kPrefetchBytes}, lhs, m0,
+                                              std::min<int64_t>(4, m1 - m0), y, ldy, n0, lo, hi);
     for (int64_t m = m0 + 4; m < m1; m += 4) {
       const int64_t rows = std::min<int64_t>(4, m1 - m);
       if (m == m0 + 4 && p + 1 < p1)
-        tile_rows<Dot, true>(l, panel, l.panel_bytes, lhs, m, rows, y, ldy, n0, lo, hi);
+        tile_rows<Dot, Read::nibbles_prefetching>(l, {panel, nullptr, l.panel_bytes}, lhs, m, rows,
+                                                  y, ldy, n0, lo, hi);
       else
-        tile_rows<Dot, false>(l, panel, 0, lhs, m, rows, y, ldy, n0, lo, hi);
+        tile_rows<Dot, Read::nibbles>(l, {panel, nullptr, 0}, lhs, m, rows, y, ldy, n0, lo, hi);
     }
   }
 }
