@@ -5,14 +5,17 @@
 # by `dq4 export-gguf` (Q4_0 holding the very same int4 values and scales, BF16 head and
 # embeddings) run by llama.cpp through node-llama-cpp's prebuilt CPU library
 # (tests/js/llamacpp_bench.mjs). Prints both sides' prompt processing of 512 tokens and decode of
-# 128 tokens at each thread count, and dq4 / llama.cpp.
+# 128 tokens at each thread count, and dq4 / llama.cpp. The two sides alternate ROUNDS times
+# (default 3): a host whose speed drifts between states (as this project's VM does) then weighs
+# on both alike; the table has each side's median and the range of the rounds' ratios.
 # Needs ~5 GB in the scratch directory (BENCH_DIR, default: a new directory under /tmp), removed
 # at the end. DQ4_BIN overrides the binary (default build/dq4, built here when missing);
-# THREADS the thread counts (default 1,2).
+# THREADS the thread counts (default 1,2); ROUNDS the alternations (default 3).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dq4="${DQ4_BIN:-$root/build/dq4}"
 threads="${THREADS:-1,2}"
+rounds="${ROUNDS:-3}"
 if [[ ! -x "$dq4" ]]; then
   cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$root/build" -j "$(nproc)" --target dq4_cli
@@ -30,28 +33,40 @@ echo "== scratch: $work, $(nproc) CPUs, threads $threads"
 rm -rf "$work/llama-1b"
 "$dq4" export-gguf "$work/w4a8-g32" -o "$work/w4a8-g32.gguf"
 
-echo "== dq4 bench model (W4A8 G32, BF16 head)"
-"$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json > "$work/dq4.json"
-echo "== llama.cpp (node-llama-cpp 3.21.1, Q4_0, BF16 head)"
-node "$root/tests/js/llamacpp_bench.mjs" "$work/w4a8-g32.gguf" --threads "$threads" --pp 512 \
-  --tg 128 > "$work/llamacpp.json"
+for round in $(seq "$rounds"); do
+  echo "== round $round of $rounds: dq4 bench model (W4A8 G32, BF16 head)"
+  "$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json > "$work/dq4-$round.json"
+  echo "== round $round of $rounds: llama.cpp (node-llama-cpp 3.21.1, Q4_0, BF16 head)"
+  node "$root/tests/js/llamacpp_bench.mjs" "$work/w4a8-g32.gguf" --threads "$threads" --pp 512 \
+    --tg 128 > "$work/llamacpp-$round.json"
+done
 
-# dq4's first case of each (phase, tokens, threads) is the BF16 head's, like the GGUF's.
-jq -r -n --slurpfile d "$work/dq4.json" --slurpfile l "$work/llamacpp.json" '
-  ($d[0] | group_by([.phase, .tokens, .threads]) | map(.[0])) as $dq4
-  | ["phase", "tokens", "threads", "dq4 tok/s", "llama.cpp tok/s", "dq4 / llama.cpp"],
-    ($l[0][] as $x
-     | ($dq4[] | select(.phase == $x.phase and .tokens == $x.tokens and .threads == $x.threads))
-       as $y
-     | [$x.phase, $x.tokens, $x.threads, ($y.tokens_per_s * 100 | round / 100),
-        ($x.tokens_per_s * 100 | round / 100), ($y.tokens_per_s / $x.tokens_per_s * 100 | round / 100)])
+# Per round, dq4's first case of each (phase, tokens, threads) is the BF16 head's, like the GGUF's.
+echo "== dq4 vs llama.cpp: medians over $rounds rounds, and the rounds' ratios"
+jq -r -n --slurpfile d <(cat "$work"/dq4-*.json) --slurpfile l <(cat "$work"/llamacpp-*.json) '
+  def median: sort | if length % 2 == 1 then .[length / 2 | floor]
+                     else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+  def r2: . * 100 | round / 100;
+  [range(0; $l | length) as $i
+   | $l[$i][] as $x
+   | ($d[$i] | map(select(.phase == $x.phase and .tokens == $x.tokens and .threads == $x.threads))
+      | .[0]) as $y
+   | {phase: $x.phase, tokens: $x.tokens, threads: $x.threads, llama: $x.tokens_per_s,
+      dq4: $y.tokens_per_s}]
+  | group_by([.threads, .phase == "decode", .tokens])
+  | (["phase", "tokens", "threads", "dq4 tok/s", "llama.cpp tok/s", "dq4 / llama.cpp",
+      "rounds: min - max"]),
+    (.[] | (map(.dq4) | median) as $dq4 | (map(.llama) | median) as $llama
+     | (map(.dq4 / .llama)) as $ratios
+     | [.[0].phase, .[0].tokens, .[0].threads, ($dq4 | r2), ($llama | r2), ($dq4 / $llama | r2),
+        "\($ratios | min | r2) - \($ratios | max | r2)"])
   | @tsv' | column -t -s $'\t'
 
-echo "== dq4 alone: each case against its ceiling measured in the same run"
+echo "== dq4 alone (round 1): each case against its ceiling measured in the same run"
 jq -r '(["phase", "tokens", "threads", "head", "tok/s", "ceiling", "ratio", "head share", "RSS MB",
          "RSS/model", "load s"]),
        (.[] | [.phase, .tokens, .threads, .head, (.tokens_per_s * 100 | round / 100),
                (.ceiling_tokens_per_s * 100 | round / 100), (.ceiling_ratio * 1000 | round / 1000),
                (.head_share * 1000 | round / 1000), (.peak_rss_mb | round),
                (.rss_ratio * 1000 | round / 1000), (.load_s * 100 | round / 100)])
-       | @tsv' "$work/dq4.json" | column -t -s $'\t'
+       | @tsv' "$work/dq4-1.json" | column -t -s $'\t'
