@@ -2,8 +2,9 @@
 # The serving benchmark of the README: a synthetic Llama-3.2-1B-shaped model (`dq4 synth --preset
 # llama-1b`) quantized W4A8 G32 by `dq4 quantize`, served by `dq4 serve` on loopback, measured by
 # `dq4 bench serve` at each concurrency (random prompts of INPUT_LEN tokens, OUTPUT_LEN generated,
-# greedy, ignore_eos), then `dq4 bench model`'s decode on the same directory, same threads, for the
-# single-stream comparison. Prints both tables and the three targets' ratios.
+# greedy, ignore_eos), and `dq4 bench model`'s decode on the same directory, same threads, right
+# after the single-stream level, for the single-stream comparison. Prints both tables and the
+# three targets' ratios.
 #
 # Environment: CONCURRENCY (default 1,4,16), INPUT_LEN (256), OUTPUT_LEN (128), PROMPTS_PER_LEVEL
 # (requests per level: default the concurrency, at least 4), THREADS (engine threads; default
@@ -49,6 +50,7 @@ done
 
 echo "== dq4 bench serve"
 : > "$work/serve.jsonl"
+rm -f "$work/model.json"
 IFS=, read -ra levels_list <<< "$levels"
 # A seed per level: no level may find another's prompts in the server's prefix cache.
 for i in "${!levels_list[@]}"; do
@@ -57,6 +59,12 @@ for i in "${!levels_list[@]}"; do
   "$dq4" bench serve --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts "$n" \
     --input-len "$input_len" --output-len "$output_len" --seed "$((100 * i))" --json |
     jq -c '.[]' >> "$work/serve.jsonl"
+  # The single-stream comparison right after the single stream (the server idles meanwhile):
+  # this host drifts between speed states over minutes, which a later run would measure instead.
+  if [[ $c == 1 ]]; then
+    echo "== dq4 bench model (decode, $threads threads, same directory, right after concurrency 1)"
+    "$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json > "$work/model.json"
+  fi
 done
 curl -s "http://127.0.0.1:$port/metrics" | grep -E '^vllm:prefix_cache_hits_total' || true
 kill -TERM "$server"
@@ -70,8 +78,10 @@ jq -r -s '(["concurrency", "completed", "out tok/s", "req/s", "TTFT p50 ms", "TT
                   (.itl.p50_ms * 10 | round / 10), (.itl.p99_ms * 10 | round / 10)]) | @tsv' \
   "$work/serve.jsonl" | column -t -s $'\t'
 
-echo "== dq4 bench model (decode, $threads threads, same directory)"
-"$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json > "$work/model.json"
+if [[ ! -s $work/model.json ]]; then
+  echo "== dq4 bench model (decode, $threads threads, same directory)"
+  "$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json > "$work/model.json"
+fi
 decode=$(jq '[.[] | select(.phase == "decode")][0].tokens_per_s' "$work/model.json")
 
 echo "== targets"
