@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "expect_error.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 #include "stories_fixture.h"
 

@@ -27,6 +27,7 @@
 #include "chat_template_samples.h"
 #include "dq4/chat_template.h"
 #include "dq4/error.h"
+#include "fixtures.h"
 
 namespace dq4::test {
 namespace {

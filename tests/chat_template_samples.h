@@ -118,11 +118,4 @@ inline const char* const kLlama32ToolsTemplate = R"JINJA({{- bos_token }}
 {%- endif %}
 )JINJA";
 
-// DQ4_FIXTURES (the shared fixtures); a test failure when it is not set.
-inline std::string fixtures_dir() {
-  const char* dir = std::getenv("DQ4_FIXTURES");
-  if (dir == nullptr) ADD_FAILURE() << "DQ4_FIXTURES is not set (point it at shared/fixtures)";
-  return dir ? dir : "DQ4_FIXTURES-is-not-set";
-}
-
 }  // namespace dq4::test

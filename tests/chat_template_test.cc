@@ -13,6 +13,7 @@
 
 #include "chat_template_samples.h"
 #include "expect_error.h"
+#include "fixtures.h"
 
 namespace dq4::test {
 namespace {

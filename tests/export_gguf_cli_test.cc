@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "cli_runner.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

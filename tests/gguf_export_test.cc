@@ -20,6 +20,7 @@
 #include "dq4/synth.h"
 #include "dq4/tokenizer.h"
 #include "expect_error.h"
+#include "fixtures.h"
 #include "gguf_reader.h"
 #include "safetensors_writer.h"
 

@@ -15,6 +15,7 @@
 #include "dq4/int4_codec.h"
 #include "dq4/model_config.h"
 #include "expect_error.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

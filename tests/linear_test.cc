@@ -21,6 +21,7 @@
 #include "dq4/w4a16.h"
 #include "dq4/w4a8.h"
 #include "expect_error.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

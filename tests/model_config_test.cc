@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "expect_error.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

@@ -9,6 +9,7 @@
 #include "dq4/model.h"
 #include "dq4/session.h"
 #include "expect_error.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 #include "stories_fixture.h"
 

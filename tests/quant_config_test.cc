@@ -9,6 +9,7 @@
 #include <string>
 
 #include "expect_error.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

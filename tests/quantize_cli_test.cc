@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli_runner.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

@@ -26,6 +26,7 @@
 #include "dq4/safetensors_writer.h"
 #include "dq4/synth.h"
 #include "expect_error.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

@@ -16,6 +16,7 @@
 
 #include "dq4/error.h"
 #include "expect_error.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

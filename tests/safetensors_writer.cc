@@ -59,14 +59,6 @@ ScratchDir::~ScratchDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::string fixtures_dir() {
-  const char* dir = std::getenv("DQ4_FIXTURES");
-  if (dir == nullptr) ADD_FAILURE() << "DQ4_FIXTURES is not set (point it at shared/fixtures)";
-  return dir ? dir : "DQ4_FIXTURES-is-not-set";
-}
-
-std::string fixture_path(const std::string& name) { return fixtures_dir() + "/" + name; }
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream bytes;

@@ -42,11 +42,6 @@ class ScratchDir {
   std::string path_;
 };
 
-// $DQ4_FIXTURES; a test failure (not a skip) when it is unset.
-std::string fixtures_dir();
-// fixtures_dir() / name.
-std::string fixture_path(const std::string& name);
-
 // The whole file (empty when it cannot be read).
 std::string read_file(const std::string& path);
 

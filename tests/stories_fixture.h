@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dq4/tokenizer.h"
-#include "safetensors_writer.h"  // fixtures_dir()
+#include "fixtures.h"
 
 namespace dq4::test {
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli_runner.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

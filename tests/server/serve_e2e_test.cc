@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "../cli_runner.h"
+#include "../fixtures.h"
 #include "http_client.h"
 #include "serve_process.h"
 

@@ -15,11 +15,6 @@
 
 namespace dq4::test {
 
-std::string fixtures_dir() {
-  const char* env = std::getenv("DQ4_FIXTURES");
-  return env && *env ? env : "../shared/fixtures";
-}
-
 ServeProcess::ServeProcess(const std::vector<std::string>& args) {
   static int counter = 0;
   log_path_ = (std::filesystem::temp_directory_path() /

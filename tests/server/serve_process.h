@@ -9,9 +9,6 @@
 
 namespace dq4::test {
 
-// DQ4_FIXTURES (default ../shared/fixtures).
-std::string fixtures_dir();
-
 class ServeProcess {
  public:
   // Runs DQ4_CLI_PATH serve `args` --port 0; waits (at most 60 s) until it listens. Throws
