@@ -11,7 +11,6 @@
 
 #include "expect_error.h"
 #include "fixtures.h"
-#include "safetensors_writer.h"
 #include "stories_fixture.h"
 
 namespace dq4 {

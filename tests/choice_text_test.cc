@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "dq4/tokenizer.h"
-#include "safetensors_writer.h"
 #include "stories_fixture.h"
 
 namespace dq4::engine {

@@ -11,7 +11,6 @@
 #include "dq4/engine.h"
 #include "expect_error.h"
 #include "fake_model.h"
-#include "safetensors_writer.h"
 #include "stories_fixture.h"
 
 namespace dq4 {

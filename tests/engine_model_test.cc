@@ -11,7 +11,6 @@
 #include "dq4/engine.h"
 #include "dq4/model.h"
 #include "dq4/thread_pool.h"
-#include "safetensors_writer.h"
 #include "stories_fixture.h"
 
 namespace dq4 {

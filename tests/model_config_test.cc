@@ -8,7 +8,6 @@
 
 #include "expect_error.h"
 #include "fixtures.h"
-#include "safetensors_writer.h"
 
 namespace dq4::test {
 namespace {

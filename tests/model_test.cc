@@ -13,7 +13,6 @@
 #include "dq4/session.h"
 #include "dq4/thread_pool.h"
 #include "fixtures.h"
-#include "safetensors_writer.h"
 
 namespace dq4 {
 namespace {

@@ -10,7 +10,6 @@
 
 #include "expect_error.h"
 #include "fixtures.h"
-#include "safetensors_writer.h"
 
 namespace dq4::test {
 namespace {

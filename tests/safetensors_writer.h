@@ -1,6 +1,6 @@
 #pragma once
 // Test-only helpers for the io tests: a minimal safetensors writer (valid files and deliberately
-// broken ones), scratch directories, and the fixtures directory.
+// broken ones) and scratch directories (the fixtures directory: fixtures.h).
 
 #include <cstdint>
 #include <map>

@@ -9,7 +9,6 @@
 
 #include "cli_runner.h"
 #include "fixtures.h"
-#include "safetensors_writer.h"
 
 namespace dq4::test {
 namespace {

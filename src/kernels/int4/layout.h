@@ -53,6 +53,10 @@ struct Layout {
   DQ4_ALWAYS_INLINE int64_t group_steps(int64_t g) const {
     return g + 1 == groups ? last_group_steps : full_group_steps;
   }
+  // Steps of 8 k in a whole panel (every group's).
+  DQ4_ALWAYS_INLINE int64_t panel_steps() const {
+    return (groups - 1) * full_group_steps + last_group_steps;
+  }
 };
 
 DQ4_ALWAYS_INLINE int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }

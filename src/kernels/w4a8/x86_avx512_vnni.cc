@@ -283,9 +283,7 @@ void unpack_panel(const Layout& l, const PanelView& panel, uint8_t* out) {
 // Prefill unpacks each panel once into scratch when its planes fit this bound (K <= 32768).
 constexpr int64_t kMaxUnpackedBytes = int64_t{2} << 20;
 
-int64_t unpacked_bytes(const Layout& l) {
-  return ((l.groups - 1) * l.full_group_steps + l.last_group_steps) * kNr * 8;
-}
+int64_t unpacked_bytes(const Layout& l) { return l.panel_steps() * kNr * 8; }
 
 // Decode batches up to this many rows are bound by memory: each 4-row tile runs the decode tile
 // (unpacking in its loop) so that the first one streams the panel with prefetch and the others

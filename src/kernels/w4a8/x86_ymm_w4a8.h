@@ -107,6 +107,14 @@ inline int32_t load_dword(const int8_t* p) {
 // Decode streams weights from DRAM once: prefetch ahead. Prefill re-reads panels from L2.
 constexpr int kPrefetchBytes = 2048;
 
+// The two nibble planes of 32 packed bytes (8 columns x 4 bytes of a step): lo = k..k+3 and
+// hi = k+4..k+7, one u4 per byte.
+__attribute__((always_inline)) inline void split_nibbles(__m256i raw, __m256i low_mask, __m256i& lo,
+                                                         __m256i& hi) {
+  lo = _mm256_and_si256(raw, low_mask);
+  hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+}
+
 // How a tile reads its weights: the panel's nibbles (from L1/L2), the nibbles while prefetching
 // `prefetch` bytes ahead of them (the tile that streams a panel, or brings the next one), or the
 // panel's planes unpacked once into scratch (prefill: each of many tiles skips the unpack).
@@ -137,9 +145,8 @@ __attribute__((always_inline)) inline void for_steps(const uint8_t* w, int64_t p
         lo[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
         hi[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + kNr * 4 + 32 * j));
       } else {
-        const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
-        lo[j] = _mm256_and_si256(raw, low_mask);
-        hi[j] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask);
+        split_nibbles(_mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j)), low_mask,
+                      lo[j], hi[j]);
       }
     }
     const int64_t k = k0 + s * 8;
@@ -348,11 +355,11 @@ inline void unpack_panel(const Layout& l, const PanelView& panel, uint8_t* out) 
     const uint8_t* w = panel.group_data(g);
     for (int64_t s = 0; s < l.group_steps(g); ++s, w += kNr * 4, out += kNr * 8) {
       for (int j = 0; j < kVectors; ++j) {
-        const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * j),
-                           _mm256_and_si256(raw, low_mask));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out + kNr * 4 + 32 * j),
-                           _mm256_and_si256(_mm256_srli_epi16(raw, 4), low_mask));
+        __m256i lo, hi;
+        split_nibbles(_mm256_load_si256(reinterpret_cast<const __m256i*>(w + 32 * j)), low_mask, lo,
+                      hi);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + 32 * j), lo);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + kNr * 4 + 32 * j), hi);
       }
     }
   }
@@ -368,9 +375,7 @@ constexpr int64_t kUnpackRows = 16;
 // The planes of a panel stay in L2 up to this size (K <= 16384).
 constexpr int64_t kMaxPlanesBytes = int64_t{1} << 20;
 
-inline int64_t planes_bytes(const Layout& l) {
-  return ((l.groups - 1) * l.full_group_steps + l.last_group_steps) * kStepBytes<Read::planes>;
-}
+inline int64_t planes_bytes(const Layout& l) { return l.panel_steps() * kStepBytes<Read::planes>; }
 
 inline int64_t scratch_bytes(const Layout& l, int64_t rows) {
   const int64_t bytes = planes_bytes(l);
