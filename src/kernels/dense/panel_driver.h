@@ -26,7 +26,9 @@ namespace {
 // in flight for one core to approach the memory bandwidth.
 constexpr int64_t kPrefetchBytes = 4096;
 // Prefill works on blocks of K whose weight slice (a panel's columns) stays in L1 while every
-// row tile of the block reads it; partial sums wait in y between blocks (f32, so exact).
+// row tile of the block reads it; partial sums wait in y between blocks (f32, so exact). Panels
+// outer, blocks inner: the panel's rows of y stay in L1 from block to block (blocks outer sent
+// all of y through the caches once per block: 8 MB per block for the 1B head at 16 rows).
 constexpr int64_t kBlockBytes = 32 * 1024;
 
 // Vector j of a tile at w: vectors run across a panel's columns and on into the next panel's
@@ -37,10 +39,11 @@ DQ4_DENSE_INLINE const uint8_t* vector_at(const uint8_t* w, int64_t panel_bytes,
 }
 
 // What a tile prefetches while it computes: nothing (its weights are in L1/L2), its own weights
-// kPrefetchBytes ahead (the tile that reads them first from memory), or the next panel's weights
-// at the same k (a later row tile, so that the next panel's first tile finds them in L2: with few
-// rows, streaming in the first tile alone leaves that tile waiting on memory).
-enum class Prefetch { none, ahead, next_panel };
+// kPrefetchBytes ahead (the tile that reads them first from memory), or the next block's weights
+// at the same k (a later row tile of a prefill block, so that the next block's first tile finds
+// them in the caches: with few rows, streaming in the first tile alone leaves it waiting on
+// memory; past a panel's last block this lands near the start of the next panel).
+enum class Prefetch { none, ahead, next_block };
 
 template <class V, int NV, Prefetch kPrefetch>
 DQ4_DENSE_INLINE void prefetch_step(const uint8_t* w, int64_t panel_bytes) {
@@ -49,10 +52,9 @@ DQ4_DENSE_INLINE void prefetch_step(const uint8_t* w, int64_t panel_bytes) {
 #pragma GCC unroll 8
     for (int off = 0; off < NV * V::kBytes; off += 64)
       V::prefetch(w + off / kPanelStep * panel_bytes + kPrefetchBytes + off % kPanelStep);
-  } else if constexpr (kPrefetch == Prefetch::next_panel) {
-    static_assert(NV * V::kBytes <= kPanelStep, "a tile that brings the next panel spans one");
+  } else if constexpr (kPrefetch == Prefetch::next_block) {
 #pragma GCC unroll 8
-    for (int off = 0; off < NV * V::kBytes; off += 64) V::prefetch(w + panel_bytes + off);
+    for (int off = 0; off < NV * V::kBytes; off += 64) V::prefetch(w + kBlockBytes + off);
   }
 }
 
@@ -191,18 +193,17 @@ void run_panels(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t 
   }
   const int64_t element_bytes = l.element == Element::bf16 ? 2 : 4;
   const int64_t block = std::max<int64_t>(2, kBlockBytes / (l.nr * element_bytes) / 2 * 2);
-  for (int64_t k0 = 0; k0 < l.k; k0 += block) {
-    const int64_t k1 = std::min(l.k, k0 + block);
-    for (int64_t p = p0; p < p1; ++p) {
-      const uint8_t* panel = panel_at(packed, l, p);
+  for (int64_t p = p0; p < p1; ++p) {
+    const uint8_t* panel = panel_at(packed, l, p);
+    for (int64_t k0 = 0; k0 < l.k; k0 += block) {
+      const int64_t k1 = std::min(l.k, k0 + block);
       for (int64_t m = m0; m < m1; m += V::kPrefillRows) {
         const int64_t rows = std::min<int64_t>(V::kPrefillRows, m1 - m);
-        // The first row tile streams this block (ahead), the second brings the next panel's.
         if (m == m0)
           tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::ahead>(
               l, panel, lhs, m, rows, y, ldy, p * l.nr, k0, k1, lo, hi);
-        else if (m == m0 + V::kPrefillRows && p + 1 < p1)
-          tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::next_panel>(
+        else if (m == m0 + V::kPrefillRows)
+          tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::next_block>(
               l, panel, lhs, m, rows, y, ldy, p * l.nr, k0, k1, lo, hi);
         else
           tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::none>(
