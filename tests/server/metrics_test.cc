@@ -3,14 +3,10 @@
 #include "metrics.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "promtool.h"
 
 namespace dq4::server {
 namespace {
@@ -58,34 +54,11 @@ TEST(Metrics, VllmNamesAndValues) {
     EXPECT_NE(text.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << text;
 }
 
-// Debian's prometheus package ships promtool; install-deps.sh installs it. promtool parses the
-// text (exit 1 on any format error) and then lints it (exit 3): the one finding allowed is the
-// colon of vLLM's names, which vLLM's own /metrics has too.
+// promtool parses and lints the text: the one finding allowed is the colon of vLLM's names.
 TEST(Metrics, PassesPromtoolCheck) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("dq4_metrics_" + std::to_string(getpid()) + ".txt"))
-                               .string();
-  {
-    std::ofstream out(path);
-    out << render_metrics(sample_stats(), HttpCounters{1, 0}, "m");
-  }
-  const std::string command = "promtool check metrics < " + path + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[512];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = pclose(pipe);
-  std::filesystem::remove(path);
-  ASSERT_NE(WEXITSTATUS(status), 127) << "promtool not found: run scripts/install-deps.sh";
-  EXPECT_TRUE(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3) << output;
-  std::istringstream lines(output);
-  int findings = 0;
-  for (std::string line; std::getline(lines, line); ++findings)
-    EXPECT_TRUE(line.rfind("vllm:", 0) == 0 &&
-                line.find(" metric names should not contain ':'") != std::string::npos)
-        << line;
-  EXPECT_GT(findings, 0);  // the check ran on vLLM's names
+  const test::PromtoolCheck check =
+      test::promtool_check_metrics(render_metrics(sample_stats(), HttpCounters{1, 0}, "m"));
+  EXPECT_GT(test::expect_only_vllm_name_findings(check), 0);  // the lint ran on vLLM's names
 }
 
 }  // namespace

@@ -20,7 +20,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +27,7 @@
 #include "../cli_runner.h"
 #include "../fixtures.h"
 #include "http_client.h"
+#include "promtool.h"
 #include "serve_process.h"
 
 namespace dq4::test {
@@ -269,24 +269,8 @@ TEST_F(ServeEndToEnd, HostileAndMalformedRequestsGetOpenAIErrors) {
 
 TEST_F(ServeEndToEnd, LiveMetricsPassPromtool) {
   complete(port(), greedy("Mom said", 4));
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("dq4_live_metrics_" + std::to_string(getpid()) + ".txt"))
-                               .string();
-  std::ofstream(path) << get(port(), "/metrics", "").body;
-  FILE* pipe = popen(("promtool check metrics < " + path + " 2>&1").c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[512];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = pclose(pipe);
-  std::filesystem::remove(path);
-  ASSERT_NE(WEXITSTATUS(status), 127) << "promtool not found: run scripts/install-deps.sh";
-  EXPECT_NE(WEXITSTATUS(status), 1) << output;  // 1: the text does not parse
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);)  // only the colon of vLLM's names
-    EXPECT_TRUE(line.rfind("vllm:", 0) == 0 &&
-                line.find("should not contain ':'") != std::string::npos)
-        << line;
+  test::expect_only_vllm_name_findings(
+      test::promtool_check_metrics(get(port(), "/metrics", "").body));
 }
 
 // 2,000 requests, streamed or not, a tenth of them abandoned mid-stream: every other one must
