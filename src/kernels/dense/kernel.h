@@ -2,10 +2,9 @@
 // The descriptor every dense variant fills in (one per ISA file). Kernels never allocate or start
 // threads: matmul() splits the work into row ranges x panel ranges and calls `run` on each.
 
-#include <cfloat>
-#include <cmath>
 #include <cstdint>
 
+#include "../finite_rows.h"
 #include "dq4/cpu_features.h"
 #include "layout.h"
 
@@ -35,17 +34,10 @@ struct Kernel {
               int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi);
 };
 
-// The first row of [m0, m1) holding a NaN or an infinity, or -1. Branch-free per row, so that
-// each ISA's translation unit vectorizes it with its own instructions.
+// The first row of [m0, m1) holding a NaN or an infinity, or -1.
 DQ4_DENSE_INLINE int64_t first_non_finite_row(const Layout& l, int64_t m0, int64_t m1,
                                               const Lhs& lhs) {
-  for (int64_t m = m0; m < m1; ++m) {
-    const float* row = lhs.x + m * lhs.ldx;
-    bool finite = true;
-    for (int64_t k = 0; k < l.k; ++k) finite &= std::fabs(row[k]) <= FLT_MAX;
-    if (!finite) return m;
-  }
-  return -1;
+  return kernels::first_non_finite_row(lhs.x, lhs.ldx, l.k, m0, m1);
 }
 
 }  // namespace dq4::dense

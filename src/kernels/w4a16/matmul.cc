@@ -1,12 +1,11 @@
 // matmul(): argument checks and the split of the work over the pool.
 
 #include <algorithm>
-#include <cfloat>
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "../family.h"
+#include "../finite_rows.h"
 #include "../w4a8/kernel.h"
 #include "dq4/error.h"
 #include "dq4/w4a16.h"
@@ -15,22 +14,11 @@
 namespace dq4::w4a16 {
 namespace {
 
-// The first row of x in [m0, m1) holding a NaN or an infinity, or -1 (W4A16 reads x as it is).
-int64_t first_non_finite_row(const float* x, int64_t ldx, int64_t k, int64_t m0, int64_t m1) {
-  for (int64_t m = m0; m < m1; ++m) {
-    const float* row = x + m * ldx;
-    int finite = 1;  // branch-free, so that the loop vectorizes
-    for (int64_t i = 0; i < k; ++i) finite &= std::fabs(row[i]) <= FLT_MAX;
-    if (!finite) return m;
-  }
-  return -1;
-}
-
 void run_rows_and_tiles(const Kernel& kernel, const Layout& l, const uint8_t* packed,
                         const MatmulArgs& a) {
   const kernels::CallThreads threads = kernels::call_threads(a.pool, a.max_threads);
   kernels::prepare_rows("w4a16::matmul", a.m, threads, [&](int64_t m0, int64_t m1) {
-    return first_non_finite_row(a.x, a.ldx, l.k, m0, m1);
+    return kernels::first_non_finite_row(a.x, a.ldx, l.k, m0, m1);
   });
   kernels::run_tiles(a.m, l.panels, threads, [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
     kernel.run(l, packed, a.x, a.ldx, m0, m1, p0, p1, a.y, a.ldy, a.min, a.max);
