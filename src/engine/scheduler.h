@@ -25,7 +25,7 @@ struct ScheduledChunk {
 
 struct SchedulerLimits {
   int64_t max_num_seqs = 256;
-  int64_t max_num_batched_tokens = 2048;
+  int64_t max_num_batched_tokens = 512;
 };
 
 class Scheduler {

@@ -70,7 +70,7 @@ int run_serve(int argc, char** argv, int first) {
       .option("chat-template", "FILE", "Jinja chat template to use instead of the model's")
       .option("max-model-len", "N", "prompt + generated tokens at most (0: the model's)", "0")
       .option("max-num-seqs", "N", "sequences in one engine step at most", "256")
-      .option("max-num-batched-tokens", "N", "tokens in one engine step at most", "2048")
+      .option("max-num-batched-tokens", "N", "tokens in one engine step at most", "512")
       .option("kv-cache-memory", "SIZE", "KV cache pool size, e.g. 2GiB", "1GiB")
       .option("num-kv-blocks", "N", "KV cache pool in blocks (overrides --kv-cache-memory)", "0")
       .option("block-size", "N", "tokens per KV cache block", "16")
