@@ -45,6 +45,43 @@ std::string where(const TensorView& w) { return "tensor \"" + w.name + "\" in " 
               (std::isnan(values[col]) ? "NaN" : "infinite") + "; cannot quantize it");
 }
 
+// Finite, non-negative floats order as their bit patterns do. Integer operations keep these
+// loops free of floating-point comparisons, which the compiler would not vectorize.
+constexpr uint32_t kAbsMask = 0x7fffffffu, kExponentMask = 0x7f800000u;
+
+// Widens n raw values into `out`; false when one of them is NaN or infinite.
+template <typename Traits>
+bool widen_row(const typename Traits::Raw* src, int64_t n, float* out) {
+  uint32_t finite = 1;
+  for (int64_t c = 0; c < n; ++c) {
+    out[c] = Traits::load(src[c]);
+    finite &= (f32_to_bits(out[c]) & kExponentMask) != kExponentMask;
+  }
+  return finite != 0;
+}
+
+// The largest |x| of n finite values (0 for none).
+float absolute_max(const float* x, int64_t n) {
+  int32_t m = 0;  // as bits: a positive int32 for every finite |x|
+  for (int64_t c = 0; c < n; ++c)
+    m = std::max(m, static_cast<int32_t>(f32_to_bits(x[c]) & kAbsMask));
+  return bits_to_f32(static_cast<uint32_t>(m));
+}
+
+// q = clamp(round_half_even(to_dtype(x / scale)), -8, 7) for n finite values, with no
+// floating-point comparison so that the compiler vectorizes it (under the default
+// -ftrapping-math it leaves float selects as branches). |x| <= absmax and scale is absmax / 7.5
+// rounded to the dtype (a subnormal scale may lose up to a third) or eps where that is 0, so |x /
+// scale| stays below 16: adding and removing 1.5 * 2^23 rounds it to an integer, nearest even
+// (torch.round), and the clamp can follow in int32.
+template <typename Traits>
+void quantize_group(const float* x, int64_t n, float scale, int8_t* q) {
+  for (int64_t c = 0; c < n; ++c) {
+    const float rounded = (Traits::round(x[c] / scale) + 12582912.0f) - 12582912.0f;
+    q[c] = static_cast<int8_t>(std::clamp(static_cast<int32_t>(rounded), -8, 7));
+  }
+}
+
 template <typename Traits>
 void quantize_rows(const TensorView& w, std::span<const typename Traits::Raw> raw,
                    int64_t group_size, int64_t row_begin, int64_t row_end, int8_t* values,
@@ -56,30 +93,16 @@ void quantize_rows(const TensorView& w, std::span<const typename Traits::Raw> ra
   std::vector<float> row(static_cast<size_t>(cols));
   for (int64_t r = row_begin; r < row_end; ++r) {
     const typename Traits::Raw* src = raw.data() + r * cols;
-    bool finite = true;
-    for (int64_t c = 0; c < cols; ++c) {
-      row[c] = Traits::load(src[c]);
-      finite &= std::fabs(row[c]) <= FLT_MAX;
-    }
-    if (!finite) fail_not_finite(w, r, row.data(), cols);
+    if (!widen_row<Traits>(src, cols, row.data())) fail_not_finite(w, r, row.data(), cols);
     int8_t* q = values ? values + (r - row_begin) * cols : nullptr;
     auto* scale_out = scales + (r - row_begin) * groups * sizeof(typename Traits::Raw);
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t begin = g * group, end = std::min(cols, begin + group);
-      float absmax = 0.0f;
-      for (int64_t c = begin; c < end; ++c) absmax = std::max(absmax, std::fabs(row[c]));
-      float scale = Traits::round(absmax / 7.5f);
+      float scale = Traits::round(absolute_max(row.data() + begin, end - begin) / 7.5f);
       if (scale == 0.0f) scale = eps;
       const typename Traits::Raw stored = Traits::store(scale);
       std::memcpy(scale_out + g * sizeof stored, &stored, sizeof stored);
-      if (q == nullptr) continue;
-      for (int64_t c = begin; c < end; ++c) {
-        // Clamping before rounding keeps the value where adding 1.5 * 2^23 rounds it to an
-        // integer, nearest even (torch.round), without changing the clamped result.
-        const float x = std::clamp(Traits::round(row[c] / scale), -9.0f, 8.0f);
-        const float rounded = (x + 12582912.0f) - 12582912.0f;
-        q[c] = static_cast<int8_t>(std::clamp(rounded, -8.0f, 7.0f));
-      }
+      if (q != nullptr) quantize_group<Traits>(row.data() + begin, end - begin, scale, q + begin);
     }
   }
 }
