@@ -46,6 +46,8 @@ const char* rows_name(Rows r) {
       return "huge";
     case Rows::ties:
       return "ties";
+    case Rows::extremes:
+      return "extremes";
   }
   return "?";
 }
@@ -77,6 +79,9 @@ void fill_row(Rows kind, int64_t row, int64_t k, std::mt19937& rng, float* x) {
       }
       break;
     }
+    case Rows::extremes:  // q = -128 (even rows) or 127 (odd rows) but at one k
+      for (int64_t i = 0; i < k; ++i) x[i] = (row % 2 == 0) == (i != k / 2) ? -1.0f : 1.0f;
+      break;
     case Rows::ties: {
       // Range [-100, 155] gives mul = 1, so every half-integer lands exactly on a .5 tie;
       // odd rows use range [-1, 2] (mul = 85) with 0.5 * 85 = 42.5 and 1.5 * 85 = 127.5.
@@ -137,7 +142,7 @@ std::vector<W4A8Case> w4a8_cases() {
   for (int64_t m : ms)
     for (const Shape& s : shapes)
       cases.push_back({m, s.n, s.k, s.group, s.bias, s.scale_type, s.input, Rows::random});
-  for (Rows rows : {Rows::zero, Rows::constant, Rows::huge_range, Rows::ties})
+  for (Rows rows : {Rows::zero, Rows::constant, Rows::huge_range, Rows::ties, Rows::extremes})
     for (int64_t m : {1, 5, 17})
       for (int shape : {0, 2, 4}) {
         const Shape& s = shapes[shape];
@@ -177,6 +182,8 @@ W4A8Data make_data(const W4A8Case& c, uint32_t seed) {
   W4A8Data d;
   d.values.resize(static_cast<size_t>(c.n * c.k));
   for (auto& v : d.values) v = static_cast<int8_t>(static_cast<int>(rng() % 16) - 8);
+  if (c.rows == Rows::extremes)  // -8 in even columns, 7 in odd ones
+    for (int64_t i = 0; i < c.n * c.k; ++i) d.values[i] = (i / c.k) % 2 == 0 ? -8 : 7;
   d.packed.resize(static_cast<size_t>(c.n * ((c.k + 7) / 8)));
   pack_int4_rows(d.values.data(), c.n, c.k, d.packed.data());
 

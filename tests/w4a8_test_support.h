@@ -11,7 +11,9 @@
 
 namespace dq4::test {
 
-enum class Rows { random, zero, constant, huge_range, ties };
+// extremes: activations at the ends of the int8 range and weights at the ends of int4 (the
+// largest sums the kernels' integer lanes must hold).
+enum class Rows { random, zero, constant, huge_range, ties, extremes };
 enum class Input { values, packed };
 
 struct W4A8Case {

@@ -121,7 +121,7 @@ class QuantizedActivations {
   AlignedBuffer data_;
   int64_t m_ = 0, k_ = 0;
   int64_t ldq_ = 0, blocks_ = 0;  // row stride of the int8 values (k rounded up to 32); k blocks
-  size_t recip_offset_ = 0, zp_offset_ = 0, sums_offset_ = 0;
+  size_t recip_offset_ = 0, zp_offset_ = 0, sums_offset_ = 0, corrections_offset_ = 0;
 };
 
 // Quantizes x[m, k] (row stride ldx >= k) into `out`, the rows split over at most `max_threads`

@@ -26,6 +26,11 @@ struct QuantizedLhs {
   int32_t* zp = nullptr;    // [m] nudged zero point
   int32_t* asum = nullptr;  // [m, groups] sum of q over each group (channelwise: over K)
   int64_t groups = 0;
+  // [m, kp / 32]: per 32-k block, -8 sum q over the k with k % 4 < 2 (low int16) and over the
+  // others (high int16): the correction of sum q u (u = w + 8) to sum q w, split as the two int16
+  // lanes of each column's VPMADDUBSW pair sums hold it, so that those can start from it. Each
+  // half is at most 8 x 16 x 128 = 16384 in magnitude, as is each lane's final sum q w.
+  const int32_t* block_lane_corrections = nullptr;
 };
 
 struct Kernel {

@@ -188,16 +188,17 @@ inline __m256 load_bf16(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
 }
 
-// One 32-k block (4 steps) on a Dot with int16 pair sums, summed in int16 lanes (sums[r][j]:
-// columns 8j..8j+7 of row r, two lanes per column) for the caller to widen once.
+// One 32-k block (4 steps) on a Dot with int16 pair sums, summed in int16 lanes from init[r]
+// (sums[r][j]: columns 8j..8j+7 of row r, two lanes per column) for the caller to widen once.
 template <class Dot, int MR, Read kRead>
 __attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, int64_t prefetch,
                                                            const int8_t* const* q, int64_t k0,
+                                                           const __m256i (&init)[MR],
                                                            __m256i (&sums)[MR][kVectors]) {
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
-    for (int j = 0; j < kVectors; ++j) sums[r][j] = _mm256_setzero_si256();
+    for (int j = 0; j < kVectors; ++j) sums[r][j] = init[r];
   for_steps<MR, kRead>(w, prefetch, 4, q, k0, sums,
                        [](__m256i sum, __m256i lo, __m256i a_lo, __m256i hi, __m256i a_hi) {
                          return _mm256_add_epi16(sum, Dot::pair_sums(lo, a_lo, hi, a_hi));
@@ -207,20 +208,28 @@ __attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, int
 // dot_steps' contract on whole 32-k blocks (`steps` a multiple of 4, as every group and the
 // channelwise K are). A Dot with int16 pair sums widens once per block: straight into finish for
 // a single block (group 32), else into int32 sums kept in L1 (registers hold the int16 ones).
-template <class Dot, int MR, Read kRead, class Finish>
+// kLaneStart (a single block): start[r] is not added after widening but holds the two int16
+// lanes the block's sums start from (QuantizedLhs::block_lane_corrections): one broadcast per
+// row instead of an add per row and vector.
+template <class Dot, int MR, Read kRead, bool kLaneStart, class Finish>
 __attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t prefetch, int64_t steps,
                                                const int8_t* const* q, int64_t k0,
                                                const int32_t* start, Finish&& finish) {
   if constexpr (!Dot::kPairSums) {
     dot_steps<Dot, MR, kRead>(w, prefetch, steps, q, k0, start, finish);
   } else if (steps == 4) {
-    __m256i sums[MR][kVectors];
-    block_pair_sums<Dot, MR, kRead>(w, prefetch, q, k0, sums);
+    __m256i init[MR], sums[MR][kVectors];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+      init[r] = kLaneStart ? _mm256_set1_epi32(start[r]) : _mm256_setzero_si256();
+    block_pair_sums<Dot, MR, kRead>(w, prefetch, q, k0, init, sums);
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
       for (int j = 0; j < kVectors; ++j)
-        finish(r, j, _mm256_add_epi32(Dot::widen(sums[r][j]), _mm256_set1_epi32(start[r])));
+        finish(r, j,
+               kLaneStart ? Dot::widen(sums[r][j])
+                          : _mm256_add_epi32(Dot::widen(sums[r][j]), _mm256_set1_epi32(start[r])));
   } else {
     alignas(32) int32_t acc[MR][kNr];
 #pragma GCC unroll 4
@@ -228,9 +237,10 @@ __attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t prefetc
 #pragma GCC unroll 2
       for (int j = 0; j < kVectors; ++j)
         _mm256_store_si256(reinterpret_cast<__m256i*>(acc[r] + 8 * j), _mm256_set1_epi32(start[r]));
+    const __m256i zero[MR] = {};
     for (int64_t b = 0; b < steps / 4; ++b) {
       __m256i sums[MR][kVectors];
-      block_pair_sums<Dot, MR, kRead>(w + b * 4 * kStepBytes<kRead>, prefetch, q, k0 + 32 * b,
+      block_pair_sums<Dot, MR, kRead>(w + b * 4 * kStepBytes<kRead>, prefetch, q, k0 + 32 * b, zero,
                                       sums);
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r)
@@ -272,17 +282,18 @@ void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_
   if (l.channelwise) {
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
     for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
-    dot<Dot, MR, kRead>(w.group<kRead>(l, 0), w.prefetch, l.full_group_steps, q, 0, start,
-                        [&](int r, int j, __m256i sum) {
-                          const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
-                          const __m256i sums = _mm256_loadu_si256(
-                              reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
-                          const __m256i u = _mm256_sub_epi32(sum, _mm256_mullo_epi32(zp, sums));
-                          const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j),
-                                                          _mm256_set1_ps(lhs.recip[m + r]));
-                          out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
-                                                    _mm256_loadu_ps(panel.cw_bias() + 8 * j));
-                        });
+    dot<Dot, MR, kRead, false>(
+        w.group<kRead>(l, 0), w.prefetch, l.full_group_steps, q, 0, start,
+        [&](int r, int j, __m256i sum) {
+          const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
+          const __m256i sums =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
+          const __m256i u = _mm256_sub_epi32(sum, _mm256_mullo_epi32(zp, sums));
+          const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j),
+                                          _mm256_set1_ps(lhs.recip[m + r]));
+          out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
+                                    _mm256_loadu_ps(panel.cw_bias() + 8 * j));
+        });
   } else {
     // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
     // integer accumulators of the hot loop.
@@ -292,18 +303,28 @@ void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
       for (int j = 0; j < kVectors; ++j) _mm256_store_ps(facc[r] + 8 * j, _mm256_setzero_ps());
-    for (int64_t g = 0; g < l.groups; ++g) {
-      int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
-      for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
-      const uint16_t* scales = panel.group_scales(g);
-      dot<Dot, MR, kRead>(
-          w.group<kRead>(l, g), w.prefetch, l.group_steps(g), q, l.group_begin(g), start,
-          [&](int r, int j, __m256i block) {
-            _mm256_store_ps(facc[r] + 8 * j,
-                            _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
-                                            _mm256_load_ps(facc[r] + 8 * j)));
-          });
-    }
+    const auto groups = [&]<bool kLaneStart>() {
+      for (int64_t g = 0; g < l.groups; ++g) {
+        // sum a*u - 8 sum a = sum a*q over the group: for group 32 on int16 pair sums, the
+        // block's lanes start from the -8 sum a; else it is added after widening.
+        int32_t start[MR];
+        for (int r = 0; r < MR; ++r)
+          start[r] = kLaneStart ? lhs.block_lane_corrections[(m + r) * l.groups + g]
+                                : -8 * lhs.asum[(m + r) * lhs.groups + g];
+        const uint16_t* scales = panel.group_scales(g);
+        dot<Dot, MR, kRead, kLaneStart>(
+            w.group<kRead>(l, g), w.prefetch, l.group_steps(g), q, l.group_begin(g), start,
+            [&](int r, int j, __m256i block) {
+              _mm256_store_ps(facc[r] + 8 * j,
+                              _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
+                                              _mm256_load_ps(facc[r] + 8 * j)));
+            });
+      }
+    };
+    if (Dot::kPairSums && l.group == 32)
+      groups.template operator()<true>();
+    else
+      groups.template operator()<false>();
     for (int r = 0; r < MR; ++r) {
       const __m256 neg_zp = _mm256_set1_ps(static_cast<float>(-lhs.zp[m + r]));
       const __m256 recip = _mm256_set1_ps(lhs.recip[m + r]);
