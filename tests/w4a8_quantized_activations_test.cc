@@ -51,6 +51,33 @@ TEST(W4A8QuantizedActivations, MatchMatmulOnTheF32RowsForEveryKernelAndThreadCou
   EXPECT_GT(checked, 100);
 }
 
+// Activations quantized by one kernel serve the weights of any other (the quantizers fill what
+// some kernels alone read, such as the AVX2 group-32 lane corrections, each in its own way).
+TEST(W4A8QuantizedActivations, AnyKernelsActivationsServeEveryKernel) {
+  ThreadPool pool(2);
+  int checked = 0;
+  for (const W4A8Case& c : w4a8_cases()) {
+    if (c.m != 5 && c.m != 17) continue;
+    const W4A8Data d = make_data(c);
+    for (const w4a8::Kernel* quantizer : runnable_kernels()) {
+      w4a8::QuantizedActivations x;
+      w4a8::quantize_activations(d.x.data(), c.m, c.k, d.ldx, x, &pool, 0, quantizer);
+      for (const w4a8::Kernel* kernel : runnable_kernels()) {
+        if (kernel == quantizer) continue;
+        const w4a8::PackedWeights w = w4a8::pack(d.source(c), *kernel);
+        std::vector<float> y;
+        w4a8::matmul(w, x, output_args(c, d, y, pool));
+        ASSERT_TRUE(same_bits(run_w4a8(c, d, *kernel, pool), y, d.ldy,
+                              c.name() + " quantized by " +
+                                  std::string(w4a8::kernel_name(*quantizer)) + ", run by " +
+                                  std::string(w4a8::kernel_name(*kernel))));
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 20);
+}
+
 // One quantized input for weights of every group size (partial last groups included), reused.
 TEST(W4A8QuantizedActivations, OneInputServesEveryGroupSize) {
   ThreadPool pool(2);

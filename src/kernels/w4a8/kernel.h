@@ -29,8 +29,9 @@ struct QuantizedLhs {
   // [m, kp / 32]: per 32-k block, -8 sum q over the k with k % 4 < 2 (low int16) and over the
   // others (high int16): the correction of sum q u (u = w + 8) to sum q w, split as the two int16
   // lanes of each column's VPMADDUBSW pair sums hold it, so that those can start from it. Each
-  // half is at most 8 x 16 x 128 = 16384 in magnitude, as is each lane's final sum q w.
-  const int32_t* block_lane_corrections = nullptr;
+  // half is at most 8 x 16 x 128 = 16384 in magnitude, as is each lane's final sum q w. Written
+  // by quantize() when its kernel says so (fills_lane_corrections), else by the driver.
+  int32_t* block_lane_corrections = nullptr;
 };
 
 struct Kernel {
@@ -50,6 +51,15 @@ struct Kernel {
               uint8_t* scratch);
   // Bytes of scratch run() wants for `rows` rows; null: none.
   int64_t (*scratch_bytes)(const Layout& layout, int64_t rows) = nullptr;
+  // Whether quantize() writes QuantizedLhs::block_lane_corrections (from sums it has at hand).
+  bool fills_lane_corrections = false;
 };
+
+// The block_lane_corrections dword of one 32-k block: the sums of q over the block and over its
+// k with k % 4 >= 2.
+inline int32_t lane_correction(int32_t block_sum, int32_t high_sum) {
+  return static_cast<int32_t>(static_cast<uint16_t>(-8 * (block_sum - high_sum)) |
+                              static_cast<uint32_t>(-8 * high_sum) << 16);
+}
 
 }  // namespace dq4::w4a8

@@ -43,23 +43,20 @@ const int32_t* group_sums(const Layout& l, const int32_t* block_sums, int64_t m,
   return sums.data();
 }
 
-// QuantizedLhs::block_lane_corrections of rows [m0, m1), from their int8 values and block sums.
-// Per dword of q (k % 4 = 0..3 in its bytes, little-endian) the k with k % 4 >= 2 are its two
-// high bytes, sign-extended by arithmetic shifts: a loop the compiler vectorizes.
-void block_lane_corrections(const QuantizedLhs& lhs, int64_t blocks, int64_t m0, int64_t m1,
-                            int32_t* out) {
+// QuantizedLhs::block_lane_corrections of rows [m0, m1), from their int8 values and block sums,
+// for quantizers that do not write them. Per dword of q (k % 4 = 0..3 in its bytes, little-endian)
+// the k with k % 4 >= 2 are its two high bytes, sign-extended by arithmetic shifts.
+void block_lane_corrections(const QuantizedLhs& lhs, int64_t blocks, int64_t m0, int64_t m1) {
   for (int64_t m = m0; m < m1; ++m) {
     const int8_t* q = lhs.q + m * lhs.ldq;
     for (int64_t b = 0; b < blocks; ++b, q += kSumBlock) {
-      int32_t high = 0;  // sum of q over k % 4 in {2, 3}
+      int32_t high = 0;
       for (int64_t i = 0; i < kSumBlock; i += 4) {
         uint32_t dword;
         std::memcpy(&dword, q + i, 4);
         high += (static_cast<int32_t>(dword << 8) >> 24) + (static_cast<int32_t>(dword) >> 24);
       }
-      const int32_t low = lhs.asum[m * blocks + b] - high;
-      out[m * blocks + b] = static_cast<int32_t>(static_cast<uint16_t>(-8 * low) |
-                                                 static_cast<uint32_t>(-8 * high) << 16);
+      lhs.block_lane_corrections[m * blocks + b] = lane_correction(lhs.asum[m * blocks + b], high);
     }
   }
 }
@@ -113,13 +110,13 @@ void quantize_checked(const std::string& f, const float* x, int64_t m, int64_t k
   lhs.zp = reinterpret_cast<int32_t*>(base + out.zp_offset_);
   lhs.asum = reinterpret_cast<int32_t*>(base + out.sums_offset_);
   lhs.groups = blocks;
+  lhs.block_lane_corrections = reinterpret_cast<int32_t*>(base + out.corrections_offset_);
   const Layout blocks_layout = block_layout(k, quantizer);
   kernels::prepare_rows(
       f, m, kernels::call_threads(pool, max_threads), [&](int64_t m0, int64_t m1) {
         const int64_t bad = quantizer.quantize(x, ldx, m0, m1, blocks_layout, lhs);
-        if (bad < 0)
-          block_lane_corrections(lhs, blocks, m0, m1,
-                                 reinterpret_cast<int32_t*>(base + out.corrections_offset_));
+        if (bad < 0 && !quantizer.fills_lane_corrections)
+          block_lane_corrections(lhs, blocks, m0, m1);
         return bad;
       });
   out.m_ = m;
@@ -153,7 +150,8 @@ void matmul(const PackedWeights& w, const QuantizedActivations& x, const MatmulA
   lhs.asum = const_cast<int32_t*>(
       group_sums(l, reinterpret_cast<const int32_t*>(base + x.sums_offset_), x.m(), x.blocks_));
   lhs.groups = l.groups;
-  lhs.block_lane_corrections = reinterpret_cast<const int32_t*>(base + x.corrections_offset_);
+  lhs.block_lane_corrections =
+      const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.corrections_offset_));
 
   const uint8_t* packed = w.data();
   kernels::run_tiles(a.m, l.panels, kernels::call_threads(a.pool, a.max_threads),

@@ -24,7 +24,7 @@ bool supported(const CpuFeatures& f) { return f.avx2 && f.fma; }
 }  // namespace
 
 extern const Kernel kAvx2Kernel = {
-    "avx2",        "qai8dx_qsi4_f32_avx2_4x16", "avx2+fma",        ymm::kNr, supported,
-    ymm::quantize, ymm::run<Avx2Dot>,           ymm::scratch_bytes};
+    "avx2",        "qai8dx_qsi4_f32_avx2_4x16", "avx2+fma",         ymm::kNr, supported,
+    ymm::quantize, ymm::run<Avx2Dot>,           ymm::scratch_bytes, true};
 
 }  // namespace dq4::w4a8

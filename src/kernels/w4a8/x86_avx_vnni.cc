@@ -18,6 +18,6 @@ bool supported(const CpuFeatures& f) { return f.avx2 && f.fma && f.avx_vnni; }
 
 extern const Kernel kAvxVnniKernel = {
     "avx_vnni",    "qai8dx_qsi4_f32_avxvnni_4x16", "avx2+fma+avx_vnni", ymm::kNr, supported,
-    ymm::quantize, ymm::run<AvxVnniDot>,           ymm::scratch_bytes};
+    ymm::quantize, ymm::run<AvxVnniDot>,           ymm::scratch_bytes,  true};
 
 }  // namespace dq4::w4a8

@@ -81,15 +81,17 @@ inline int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, con
             _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
         _mm_storel_epi64(reinterpret_cast<__m128i*>(q + kk), _mm_packs_epi16(q16, q16));
       }
-      int32_t lanes[8];
+      int32_t lanes[8];  // lane i: the k with k % 8 == i
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), sum);
-      int32_t total = 0;
+      int32_t total = 0, high = lanes[2] + lanes[3] + lanes[6] + lanes[7];  // k % 4 >= 2
       for (int i = 0; i < 8; ++i) total += lanes[i];
       for (; kk < end; ++kk) {
         q[kk] = quantize_value(row[kk], p);
         total += q[kk];
+        if (kk % 4 >= 2) high += q[kk];
       }
       lhs.asum[m * lhs.groups + g] = total;
+      lhs.block_lane_corrections[m * lhs.groups + g] = lane_correction(total, high);
     }
     std::memset(q + l.k, 0, static_cast<size_t>(l.kp - l.k));
     lhs.recip[m] = p.recip;
