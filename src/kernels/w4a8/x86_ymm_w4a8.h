@@ -274,6 +274,30 @@ struct TileWeights {
   }
 };
 
+// Groupwise: facc[r] += the scaled integer sums of every group, in group order.
+// sum a*u - 8 sum a = sum a*q over a group: with kLaneStart (group 32 on int16 pair sums) the
+// block's lanes start from the -8 sum a, else it is added after widening.
+template <class Dot, int MR, Read kRead, bool kLaneStart>
+__attribute__((always_inline)) inline void group_sums(const Layout& l, const TileWeights& w,
+                                                      const QuantizedLhs& lhs, int64_t m,
+                                                      const int8_t* const* q,
+                                                      float (&facc)[MR][kNr]) {
+  for (int64_t g = 0; g < l.groups; ++g) {
+    int32_t start[MR];
+    for (int r = 0; r < MR; ++r)
+      start[r] = kLaneStart ? lhs.block_lane_corrections[(m + r) * l.groups + g]
+                            : -8 * lhs.asum[(m + r) * lhs.groups + g];
+    const uint16_t* scales = w.panel.group_scales(g);
+    dot<Dot, MR, kRead, kLaneStart>(
+        w.group<kRead>(l, g), w.prefetch, l.group_steps(g), q, l.group_begin(g), start,
+        [&](int r, int j, __m256i block) {
+          _mm256_store_ps(facc[r] + 8 * j,
+                          _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
+                                          _mm256_load_ps(facc[r] + 8 * j)));
+        });
+  }
+}
+
 template <class Dot, int MR, Read kRead>
 void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_t m, float* y,
           int64_t ldy, int64_t n0, float lo, float hi) {
@@ -305,28 +329,10 @@ void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
       for (int j = 0; j < kVectors; ++j) _mm256_store_ps(facc[r] + 8 * j, _mm256_setzero_ps());
-    const auto groups = [&]<bool kLaneStart>() {
-      for (int64_t g = 0; g < l.groups; ++g) {
-        // sum a*u - 8 sum a = sum a*q over the group: for group 32 on int16 pair sums, the
-        // block's lanes start from the -8 sum a; else it is added after widening.
-        int32_t start[MR];
-        for (int r = 0; r < MR; ++r)
-          start[r] = kLaneStart ? lhs.block_lane_corrections[(m + r) * l.groups + g]
-                                : -8 * lhs.asum[(m + r) * lhs.groups + g];
-        const uint16_t* scales = panel.group_scales(g);
-        dot<Dot, MR, kRead, kLaneStart>(
-            w.group<kRead>(l, g), w.prefetch, l.group_steps(g), q, l.group_begin(g), start,
-            [&](int r, int j, __m256i block) {
-              _mm256_store_ps(facc[r] + 8 * j,
-                              _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
-                                              _mm256_load_ps(facc[r] + 8 * j)));
-            });
-      }
-    };
     if (Dot::kPairSums && l.group == 32)
-      groups.template operator()<true>();
+      group_sums<Dot, MR, kRead, true>(l, w, lhs, m, q, facc);
     else
-      groups.template operator()<false>();
+      group_sums<Dot, MR, kRead, false>(l, w, lhs, m, q, facc);
     for (int r = 0; r < MR; ++r) {
       const __m256 neg_zp = _mm256_set1_ps(static_cast<float>(-lhs.zp[m + r]));
       const __m256 recip = _mm256_set1_ps(lhs.recip[m + r]);
