@@ -122,6 +122,7 @@ class QuantizedActivations {
   int64_t m_ = 0, k_ = 0;
   int64_t ldq_ = 0, blocks_ = 0;  // row stride of the int8 values (k rounded up to 32); k blocks
   size_t recip_offset_ = 0, zp_offset_ = 0, sums_offset_ = 0, corrections_offset_ = 0;
+  bool lane_corrections_ = false;  // whether the quantizer wrote them (kernel-internal)
 };
 
 // Quantizes x[m, k] (row stride ldx >= k) into `out`, the rows split over at most `max_threads`

@@ -30,7 +30,8 @@ struct QuantizedLhs {
   // others (high int16): the correction of sum q u (u = w + 8) to sum q w, split as the two int16
   // lanes of each column's VPMADDUBSW pair sums hold it, so that those can start from it. Each
   // half is at most 8 x 16 x 128 = 16384 in magnitude, as is each lane's final sum q w. Written
-  // by quantize() when its kernel says so (fills_lane_corrections), else by the driver.
+  // by quantize() when its kernel says so (fills_lane_corrections); the driver computes them
+  // only when such a kernel runs on activations another quantizer wrote.
   int32_t* block_lane_corrections = nullptr;
 };
 
@@ -52,6 +53,7 @@ struct Kernel {
   // Bytes of scratch run() wants for `rows` rows; null: none.
   int64_t (*scratch_bytes)(const Layout& layout, int64_t rows) = nullptr;
   // Whether quantize() writes QuantizedLhs::block_lane_corrections (from sums it has at hand).
+  // The kernels that read them (avx2 at group 32) are among these.
   bool fills_lane_corrections = false;
 };
 

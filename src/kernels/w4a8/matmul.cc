@@ -43,22 +43,28 @@ const int32_t* group_sums(const Layout& l, const int32_t* block_sums, int64_t m,
   return sums.data();
 }
 
-// QuantizedLhs::block_lane_corrections of rows [m0, m1), from their int8 values and block sums,
-// for quantizers that do not write them. Per dword of q (k % 4 = 0..3 in its bytes, little-endian)
-// the k with k % 4 >= 2 are its two high bytes, sign-extended by arithmetic shifts.
-void block_lane_corrections(const QuantizedLhs& lhs, int64_t blocks, int64_t m0, int64_t m1) {
-  for (int64_t m = m0; m < m1; ++m) {
-    const int8_t* q = lhs.q + m * lhs.ldq;
-    for (int64_t b = 0; b < blocks; ++b, q += kSumBlock) {
+// QuantizedLhs::block_lane_corrections, from the int8 rows and block sums of `x`, for a kernel
+// that reads them on activations whose quantizer did not write them (rare: every quantizer that
+// writes them belongs to a kernel that may read them, and matmul on f32 rows quantizes with the
+// weights' kernel). Per dword of q (k % 4 = 0..3 in its bytes, little-endian) the k with
+// k % 4 >= 2 are its two high bytes, sign-extended by arithmetic shifts.
+const int32_t* computed_lane_corrections(const int8_t* q, int64_t ldq, const int32_t* block_sums,
+                                         int64_t m, int64_t blocks) {
+  thread_local std::vector<int32_t> corrections;
+  corrections.resize(static_cast<size_t>(m * blocks));
+  for (int64_t r = 0; r < m; ++r) {
+    const int8_t* row = q + r * ldq;
+    for (int64_t b = 0; b < blocks; ++b, row += kSumBlock) {
       int32_t high = 0;
       for (int64_t i = 0; i < kSumBlock; i += 4) {
         uint32_t dword;
-        std::memcpy(&dword, q + i, 4);
+        std::memcpy(&dword, row + i, 4);
         high += (static_cast<int32_t>(dword << 8) >> 24) + (static_cast<int32_t>(dword) >> 24);
       }
-      lhs.block_lane_corrections[m * blocks + b] = lane_correction(lhs.asum[m * blocks + b], high);
+      corrections[r * blocks + b] = lane_correction(block_sums[r * blocks + b], high);
     }
   }
+  return corrections.data();
 }
 
 }  // namespace
@@ -112,13 +118,11 @@ void quantize_checked(const std::string& f, const float* x, int64_t m, int64_t k
   lhs.groups = blocks;
   lhs.block_lane_corrections = reinterpret_cast<int32_t*>(base + out.corrections_offset_);
   const Layout blocks_layout = block_layout(k, quantizer);
-  kernels::prepare_rows(
-      f, m, kernels::call_threads(pool, max_threads), [&](int64_t m0, int64_t m1) {
-        const int64_t bad = quantizer.quantize(x, ldx, m0, m1, blocks_layout, lhs);
-        if (bad < 0 && !quantizer.fills_lane_corrections)
-          block_lane_corrections(lhs, blocks, m0, m1);
-        return bad;
-      });
+  kernels::prepare_rows(f, m, kernels::call_threads(pool, max_threads),
+                        [&](int64_t m0, int64_t m1) {
+                          return quantizer.quantize(x, ldx, m0, m1, blocks_layout, lhs);
+                        });
+  out.lane_corrections_ = quantizer.fills_lane_corrections;
   out.m_ = m;
 }
 
@@ -147,11 +151,13 @@ void matmul(const PackedWeights& w, const QuantizedActivations& x, const MatmulA
   lhs.ldq = x.ldq_;
   lhs.recip = const_cast<float*>(reinterpret_cast<const float*>(base + x.recip_offset_));
   lhs.zp = const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.zp_offset_));
-  lhs.asum = const_cast<int32_t*>(
-      group_sums(l, reinterpret_cast<const int32_t*>(base + x.sums_offset_), x.m(), x.blocks_));
+  const int32_t* block_sums = reinterpret_cast<const int32_t*>(base + x.sums_offset_);
+  lhs.asum = const_cast<int32_t*>(group_sums(l, block_sums, x.m(), x.blocks_));
   lhs.groups = l.groups;
-  lhs.block_lane_corrections =
-      const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.corrections_offset_));
+  lhs.block_lane_corrections = const_cast<int32_t*>(
+      x.lane_corrections_ || !kernel.fills_lane_corrections || l.group != 32
+          ? reinterpret_cast<const int32_t*>(base + x.corrections_offset_)
+          : computed_lane_corrections(lhs.q, x.ldq_, block_sums, x.m(), x.blocks_));
 
   const uint8_t* packed = w.data();
   kernels::run_tiles(a.m, l.panels, kernels::call_threads(a.pool, a.max_threads),
