@@ -141,7 +141,7 @@ SynthOptions synth_preset(std::string_view name) {
   for (const Preset& p : kPresets)
     if (name == p.name) return options_of(p);
   std::string list;
-  for (const Preset& p : kPresets) list += (list.empty() ? "" : ", ") + std::string(p.name);
+  for (const std::string& n : synth_preset_names()) list += (list.empty() ? "" : ", ") + n;
   throw Error("synth: unknown preset '" + std::string(name) + "' (presets: " + list + ")");
 }
 
