@@ -1,6 +1,10 @@
 #pragma once
-// An owned, 64-byte aligned, zero-initialised byte buffer (cache-line aligned for SIMD loads);
-// uninitialized() leaves the zeroing to the caller (e.g. to threads that each fill their part).
+// An owned, 64-byte aligned, zero-initialised byte buffer (cache-line aligned for SIMD loads).
+// Buffers of 2 MiB or more (packed weights, the KV cache) are anonymous mappings aligned to 2 MiB
+// and advised to use transparent huge pages: their pages arrive zeroed from the kernel when first
+// touched, so the threads that pack a matrix fault in their own parts and nobody memsets it, and
+// a 1B model's weights take ~600 page faults instead of ~270,000 (slow in a VM) and the decode
+// stream a TLB miss every 2 MiB instead of every 4 KiB.
 
 #include <cstddef>
 #include <cstdint>
@@ -9,23 +13,27 @@
 #include <new>
 #include <utility>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace dq4 {
 
 class AlignedBuffer {
  public:
   static constexpr size_t kAlignment = 64;
+  static constexpr size_t kHugePage = size_t{2} << 20;
 
   AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t bytes) : AlignedBuffer(uninitialized(bytes)) {
-    if (data_ != nullptr) std::memset(data_, 0, rounded(size_));
-  }
-  static AlignedBuffer uninitialized(size_t bytes) {
-    AlignedBuffer out;
-    if (bytes == 0) return out;
-    out.data_ = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded(bytes)));
-    if (out.data_ == nullptr) throw std::bad_alloc();
-    out.size_ = bytes;
-    return out;
+  explicit AlignedBuffer(size_t bytes) : size_(bytes) {
+    if (bytes == 0) return;
+    if (mapped(bytes)) {
+      data_ = map_zeroed(bytes);
+      return;
+    }
+    data_ = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded(bytes, kAlignment)));
+    if (data_ == nullptr) throw std::bad_alloc();
+    std::memset(data_, 0, rounded(bytes, kAlignment));
   }
   AlignedBuffer(const AlignedBuffer& other) : AlignedBuffer(other.size_) {
     if (size_ != 0) std::memcpy(data_, other.data_, size_);
@@ -39,14 +47,50 @@ class AlignedBuffer {
     std::swap(size_, other.size_);
     return *this;
   }
-  ~AlignedBuffer() { std::free(data_); }
+  ~AlignedBuffer() {
+    if (data_ == nullptr) return;
+#if defined(__linux__)
+    if (mapped(size_)) {
+      munmap(data_, rounded(size_, kHugePage));
+      return;
+    }
+#endif
+    std::free(data_);
+  }
 
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
 
  private:
-  static size_t rounded(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+  static size_t rounded(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
+
+#if defined(__linux__)
+  static bool mapped(size_t bytes) { return bytes >= kHugePage; }
+
+  // Maps one huge page more than needed and unmaps the unaligned head and the tail.
+  static uint8_t* map_zeroed(size_t bytes) {
+    const size_t length = rounded(bytes, kHugePage);
+    void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    const auto begin = reinterpret_cast<uintptr_t>(raw);
+    const uintptr_t aligned = rounded(begin, kHugePage);
+    if (aligned > begin) munmap(raw, aligned - begin);
+    const uintptr_t end = begin + length + kHugePage;
+    if (end > aligned + length)
+      munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
+#if defined(MADV_HUGEPAGE)
+    // Advice only: without transparent huge pages the mapping keeps 4 KiB pages.
+    madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);
+#endif
+    return reinterpret_cast<uint8_t*>(aligned);
+  }
+#else
+  static bool mapped(size_t) { return false; }
+  static uint8_t* map_zeroed(size_t) { return nullptr; }
+#endif
+
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -134,17 +134,18 @@ Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_siz
       return t.scheme.kind != LinearKind::dense && t.int4_source().values != nullptr;
     });
     const int64_t k = modules[0].k, words_per_row = (k + 7) / 8;
-    if (as_values)
-      out.values.resize(static_cast<size_t>(total_rows(modules) * k));
-    else
-      out.words.resize(static_cast<size_t>(total_rows(modules) * words_per_row));
+    const int64_t rows = total_rows(modules);
+    out.stacked = AlignedBuffer(static_cast<size_t>(
+        as_values ? rows * k : rows * words_per_row * static_cast<int64_t>(sizeof(int32_t))));
+    auto* values = reinterpret_cast<int8_t*>(out.stacked.data());
+    auto* all_words = reinterpret_cast<int32_t*>(out.stacked.data());
     std::vector<std::vector<uint8_t>> dense_scales;  // alive until stack_scales copies them
     dense_scales.reserve(modules.size());
     std::vector<TensorView> scale_views;
     scale_views.reserve(modules.size());
     int64_t row = 0;
     for (const LinearTensors& t : modules) {
-      int32_t* words = as_values ? nullptr : out.words.data() + row * words_per_row;
+      int32_t* words = as_values ? nullptr : all_words + row * words_per_row;
       if (t.scheme.kind == LinearKind::dense) {
         dense_scales.push_back(quantize_into_words(*t.weight, group_size, words));
         TensorView v;
@@ -157,7 +158,7 @@ Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_siz
       } else {
         const w4a8::WeightSource s = t.int4_source();
         if (as_values) {
-          std::memcpy(out.values.data() + row * k, s.values, static_cast<size_t>(s.n * k));
+          std::memcpy(values + row * k, s.values, static_cast<size_t>(s.n * k));
         } else if (s.packed != nullptr) {
           std::memcpy(words, s.packed, static_cast<size_t>(s.n * words_per_row) * sizeof(int32_t));
         } else {
@@ -178,9 +179,9 @@ Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_siz
     out.source.k = k;
     out.source.group_size = group_size;
     if (as_values)
-      out.source.values = out.values.data();
+      out.source.values = values;
     else
-      out.source.packed = out.words.data();
+      out.source.packed = all_words;
   }
   out.source.bias = out.bias.empty() ? nullptr : out.bias.data();
   return out;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dq4/aligned_buffer.h"
 #include "dq4/dense.h"
 #include "dq4/linear_tensors.h"
 #include "dq4/w4a8.h"
@@ -17,8 +18,10 @@ namespace dq4::layers {
 // An int4 source plus the buffers it may point into.
 struct Int4Source {
   w4a8::WeightSource source;
-  std::vector<int8_t> values;  // stacked int8 values (every module int-quantized)
-  std::vector<int32_t> words;  // else stacked pack-quantized words
+  // The stacked rows: int8 values (every module int-quantized), else pack-quantized words. An
+  // AlignedBuffer, not a vector: a fused MLP's values are ~34 MB per layer, which a vector would
+  // memset in 4 KiB page faults before they are copied over.
+  AlignedBuffer stacked;
   std::vector<uint8_t> scales;
   std::vector<float> bias;
 };

@@ -102,8 +102,8 @@ PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool*
   const Element element = source.type == WeightType::bf16 ? Element::bf16 : Element::f32;
   const Layout l = make_layout(source.n, source.k, element, kernel.nr);
   PackedWeights out;
-  // Each panel zeroed by the thread that packs it (faulting the pages in on every thread).
-  out.data_ = AlignedBuffer::uninitialized(static_cast<size_t>(l.panels * l.panel_bytes));
+  // A large buffer's zero pages are faulted in by the threads that pack them (aligned_buffer.h).
+  out.data_ = AlignedBuffer(static_cast<size_t>(l.panels * l.panel_bytes));
   out.kernel_ = &kernel;
   out.n_ = source.n;
   out.k_ = source.k;
@@ -111,7 +111,6 @@ PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool*
   uint8_t* base = out.data_.data();
   ThreadPool& threads = pool != nullptr ? *pool : ThreadPool::global();
   threads.run(l.panels, [&](int64_t p) {
-    std::memset(base + p * l.panel_bytes, 0, static_cast<size_t>(l.panel_bytes));
     for (int64_t c = 0; c < l.nr && p * l.nr + c < l.n; ++c)
       pack_column(source, l, base + p * l.panel_bytes, c, p * l.nr + c);
   });

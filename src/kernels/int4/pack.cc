@@ -226,13 +226,11 @@ PackedPanels pack_panels(const WeightSource& source, int64_t nr, GroupScales sca
   PackedPanels out;
   out.group_size = validate(source, who);
   const Layout l = make_layout(source.n, source.k, out.group_size, nr, scales);
-  // Each panel zeroed by the thread that packs it: the pages of a gigabyte of weights are
-  // faulted in on every thread, not by one memset before.
-  out.data = AlignedBuffer::uninitialized(static_cast<size_t>(l.panels * l.panel_bytes));
+  // A large buffer's zero pages are faulted in by the threads that pack them (aligned_buffer.h).
+  out.data = AlignedBuffer(static_cast<size_t>(l.panels * l.panel_bytes));
   uint8_t* base = out.data.data();
   pool.run(l.panels, [&](int64_t p) {
     uint8_t* panel = base + p * l.panel_bytes;
-    std::memset(panel, 0, static_cast<size_t>(l.panel_bytes));
     for (int64_t c = 0; c < l.nr; ++c) {
       const int64_t n = p * l.nr + c;
       if (n < l.n)
