@@ -247,8 +247,9 @@ void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, cons
 // Prefill tiles re-read a panel from L2 for every group of rows. VPDPBUSD shares its execution
 // ports with the nibble unpack, so the panel is unpacked into scratch once (unpack_panel) when it
 // fits, and tiles load ready planes. Tall tiles (8 rows x 32 columns: each unpacked vector feeds 8
-// VPDPBUSD) win when groups are long; with groups of 32 the per-group epilogue dominates and
-// 4 rows x 64 columns measured faster.
+// VPDPBUSD, half the plane loads of 4 x 64) for every group size: on Zen 5 they beat 4 x 64 at
+// G = 32 too (3-15 % at M = 64-512); the reference VM (a Xeon, third session) measured 4 x 64
+// faster there, and 12 x 32 or 16 x 16 spill.
 // tile<rows, Vectors, ...> over the panel's columns, for a run-time rows in 1..Rows.
 template <int Rows, int Vectors, bool kStream, bool kUnpacked = false>
 void tile_rows(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
@@ -301,15 +302,9 @@ template <bool kUnpacked>
 void prefill_panel(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
                    const QuantizedLhs& lhs, int64_t m0, int64_t m1, float* y, int64_t ldy,
                    int64_t n0, float lo, float hi) {
-  const bool short_groups = !l.channelwise && l.group == 32;
-  const int64_t rows_per_tile = short_groups ? 4 : 8;
-  for (int64_t m = m0; m < m1; m += rows_per_tile) {
-    const int64_t rows = std::min(rows_per_tile, m1 - m);
-    if (short_groups)
-      tile_rows<4, 4, false, kUnpacked>(l, panel, unpacked, lhs, m, rows, y, ldy, n0, lo, hi);
-    else
-      tile_rows<8, 2, false, kUnpacked>(l, panel, unpacked, lhs, m, rows, y, ldy, n0, lo, hi);
-  }
+  for (int64_t m = m0; m < m1; m += 8)
+    tile_rows<8, 2, false, kUnpacked>(l, panel, unpacked, lhs, m, std::min<int64_t>(8, m1 - m), y,
+                                      ldy, n0, lo, hi);
 }
 
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
