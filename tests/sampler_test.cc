@@ -30,6 +30,28 @@ TEST(Sampler, GreedyTakesTheLowestIdOfTheMax) {
   EXPECT_EQ(draws(p, kLogits, 3), (std::vector<int32_t>{1, 1, 1}));
 }
 
+TEST(Sampler, GreedyOverAVocabularyFindsTheFirstMaxInEveryPosition) {
+  SamplingParams p;
+  p.temperature = 0;
+  const float nan = std::nanf("");
+  // Sizes around the 16 lanes of the search; the maximum at every position, once and twice.
+  for (size_t vocab : {1, 15, 16, 17, 33, 1000}) {
+    for (size_t at = 0; at < vocab; at += (vocab > 40 ? 37 : 1)) {
+      std::vector<float> logits(vocab);
+      for (size_t i = 0; i < vocab; ++i) logits[i] = -static_cast<float>((i * 7919) % 101);
+      logits[at] = 5.0f;
+      EXPECT_EQ(draws(p, logits, 1)[0], static_cast<int32_t>(at)) << vocab << " " << at;
+      if (at + 1 < vocab) {
+        logits[vocab - 1] = 5.0f;          // a later tie loses
+        if (at > 0) logits[at - 1] = nan;  // NaN never wins
+        EXPECT_EQ(draws(p, logits, 1)[0], static_cast<int32_t>(at)) << vocab << " " << at;
+      }
+    }
+  }
+  EXPECT_EQ(draws(p, std::vector<float>(40, nan), 1)[0], 0);
+  EXPECT_EQ(draws(p, std::vector<float>(40, -INFINITY), 1)[0], 0);
+}
+
 TEST(Sampler, SameSeedSameTokens) {
   SamplingParams p;
   p.seed = 42;

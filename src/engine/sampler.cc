@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <unordered_map>
 
@@ -21,11 +23,22 @@ uint64_t splitmix64(uint64_t& x) {
 
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
+// The first index of the largest logit (NaNs never win; 0 when every logit is NaN). The maximum
+// first, in 16 independent lanes: one running best compared element by element is a chain of
+// dependent compares (~120 us for a 128K vocabulary, per row, while the worker threads wait).
 int32_t argmax(std::span<const float> logits) {
-  int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
-  return best;
+  constexpr size_t kLanes = 16;
+  float lane_max[kLanes];
+  std::fill(std::begin(lane_max), std::end(lane_max), -std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + kLanes <= logits.size(); i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j)
+      lane_max[j] = logits[i + j] > lane_max[j] ? logits[i + j] : lane_max[j];
+  for (; i < logits.size(); ++i) lane_max[0] = logits[i] > lane_max[0] ? logits[i] : lane_max[0];
+  const float max = *std::max_element(std::begin(lane_max), std::end(lane_max));
+  for (size_t k = 0; k < logits.size(); ++k)
+    if (logits[k] == max) return static_cast<int32_t>(k);
+  return 0;
 }
 
 // log(sum(exp(logits))) computed stably.
@@ -41,8 +54,10 @@ double log_sum_exp(std::span<const float> logits) {
 void SamplingParams::validate() const {
   if (!(temperature >= 0) || !std::isfinite(temperature))
     throw Error("temperature: must be a finite number >= 0, got " + std::to_string(temperature));
-  if (!(top_p > 0 && top_p <= 1)) throw Error("top_p: must be in (0, 1], got " + std::to_string(top_p));
-  if (!(min_p >= 0 && min_p <= 1)) throw Error("min_p: must be in [0, 1], got " + std::to_string(min_p));
+  if (!(top_p > 0 && top_p <= 1))
+    throw Error("top_p: must be in (0, 1], got " + std::to_string(top_p));
+  if (!(min_p >= 0 && min_p <= 1))
+    throw Error("min_p: must be in [0, 1], got " + std::to_string(min_p));
   if (!(repetition_penalty > 0) || !std::isfinite(repetition_penalty))
     throw Error("repetition_penalty: must be positive, got " + std::to_string(repetition_penalty));
   if (!(presence_penalty >= -2 && presence_penalty <= 2))
@@ -152,12 +167,11 @@ std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int top) {
   std::vector<int32_t> ids(logits.size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
   const size_t n = std::min(static_cast<size_t>(std::max(top, 0)), ids.size());
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(),
-                    [&](int32_t a, int32_t b) {
-                      const float la = logits[static_cast<size_t>(a)],
-                                  lb = logits[static_cast<size_t>(b)];
-                      return la > lb || (la == lb && a < b);
-                    });
+  std::partial_sort(
+      ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(), [&](int32_t a, int32_t b) {
+        const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
+        return la > lb || (la == lb && a < b);
+      });
   std::vector<TokenLogprob> out;
   for (size_t i = 0; i < n; ++i)
     out.push_back({ids[i], static_cast<float>(logits[static_cast<size_t>(ids[i])] - lse)});
