@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "expect_error.h"
@@ -50,6 +52,114 @@ TEST(Sampler, GreedyOverAVocabularyFindsTheFirstMaxInEveryPosition) {
   }
   EXPECT_EQ(draws(p, std::vector<float>(40, nan), 1)[0], 0);
   EXPECT_EQ(draws(p, std::vector<float>(40, -INFINITY), 1)[0], 0);
+}
+
+// The truncated distribution computed the plain way: every token's probability, sorted, top-k,
+// top-p, min-p in that order, normalized.
+std::vector<double> truncated(const std::vector<float>& logits, const SamplingParams& p) {
+  const size_t n = logits.size();
+  std::vector<int32_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(i);
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  size_t keep = p.top_k > 0 ? std::min<size_t>(n, p.top_k) : n;
+  std::vector<double> prob(n, 0.0);
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i)
+    total += prob[ids[i]] = std::exp((logits[ids[i]] - logits[ids[0]]) / p.temperature);
+  double mass = 0;
+  size_t cut = 0;
+  while (cut < keep && (cut == 0 || mass < p.top_p * total)) mass += prob[ids[cut++]];
+  keep = cut;
+  cut = 1;
+  while (cut < keep && prob[ids[cut]] >= p.min_p * prob[ids[0]]) ++cut;
+  keep = cut;
+  std::vector<double> out(n, 0.0);
+  double kept = 0;
+  for (size_t i = 0; i < keep; ++i) kept += prob[ids[i]];
+  for (size_t i = 0; i < keep; ++i) out[ids[i]] = prob[ids[i]] / kept;
+  return out;
+}
+
+TEST(Sampler, LargeVocabularyTruncationMatchesThePlainComputation) {
+  // 3000 tokens whose weights span e^0 to e^-150 at T = 1: the top-k / top-p prefix needs ranks
+  // far below the first spread the sampler looks at, and some tokens underflow to 0.
+  std::vector<float> logits(3000);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> spread(-150.0f, 0.0f);
+  for (float& l : logits) l = spread(rng);
+  for (int i = 0; i < 12; ++i) logits[static_cast<size_t>(i * 211)] = -0.5f * i;  // a head
+  struct Case {
+    float temperature, top_p, min_p;
+    int top_k;
+  };
+  for (const Case c :
+       {Case{1.0f, 1.0f, 0.0f, 0}, Case{1.0f, 0.999999f, 0.0f, 0}, Case{3.0f, 0.9999f, 0.0f, 0},
+        Case{20.0f, 0.7f, 0.0f, 0}, Case{20.0f, 1.0f, 0.0f, 700}, Case{20.0f, 0.8f, 0.0f, 2500},
+        Case{5.0f, 1.0f, 0.05f, 0}, Case{50.0f, 0.95f, 0.2f, 900}}) {
+    SamplingParams p;
+    p.temperature = c.temperature;
+    p.top_p = c.top_p;
+    p.min_p = c.min_p;
+    p.top_k = c.top_k;
+    p.seed = 11;
+    const std::vector<double> want = truncated(logits, p);
+    const int draws_n = 20000;
+    std::vector<int> seen(logits.size(), 0);
+    for (int32_t t : draws(p, logits, draws_n)) ++seen[static_cast<size_t>(t)];
+    // Tokens expected 20 times or more one by one; the rarer ones as one bucket.
+    double worst = 0, rare_want = 0, rare_seen = 0;
+    const auto z = [&](double want_p, double seen_n) {
+      return std::fabs(seen_n / draws_n - want_p) / std::sqrt(want_p * (1 - want_p) / draws_n);
+    };
+    for (size_t i = 0; i < logits.size(); ++i) {
+      if (want[i] == 0) {
+        EXPECT_EQ(seen[i], 0) << "token " << i << " outside the kept set, T " << c.temperature;
+      } else if (want[i] * draws_n >= 20) {
+        worst = std::max(worst, z(want[i], seen[i]));
+      } else {
+        rare_want += want[i];
+        rare_seen += seen[i];
+      }
+    }
+    if (rare_want * draws_n >= 20) worst = std::max(worst, z(rare_want, rare_seen));
+    EXPECT_LT(worst, 5.0) << "T " << c.temperature << " top_p " << c.top_p << " top_k " << c.top_k;
+  }
+}
+
+TEST(Sampler, TruncationReachesIntoAFlatTailInIdOrder) {
+  // One token at 0 and 2999 tied at -11.5 (each e^-11.5 of the top one, 3 % together): top-p
+  // 0.99 keeps the top and the ~1970 lowest ids of the tail (ties: lower id first), far below
+  // the first spread the sampler ranks.
+  std::vector<float> logits(3000, -11.5f);
+  logits[1234] = 0.0f;
+  SamplingParams p;
+  p.top_p = 0.99f;
+  p.seed = 5;
+  const std::vector<double> want = truncated(logits, p);
+  int tail_seen = 0;
+  double tail_want = 0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (i != 1234) tail_want += want[i];
+  const int n = 20000;
+  for (int32_t t : draws(p, logits, n)) {
+    ASSERT_GT(want[static_cast<size_t>(t)], 0) << "token " << t << " is past the top-p prefix";
+    tail_seen += t != 1234;
+  }
+  ASSERT_GT(tail_want, 0.01);
+  EXPECT_NEAR(tail_seen / double(n), tail_want, 5 * std::sqrt(tail_want / n));
+
+  // top-k 300 of the same: the top and the 299 lowest ids of the tail (0.09 % each of 1 + 0.3 %).
+  p.top_p = 1.0f;
+  p.top_k = 300;
+  const std::vector<double> want_k = truncated(logits, p);
+  tail_seen = 0;
+  for (int32_t t : draws(p, logits, n)) {
+    ASSERT_GT(want_k[static_cast<size_t>(t)], 0) << "token " << t << " is not in the top-k";
+    tail_seen += t != 1234;
+  }
+  EXPECT_GT(tail_seen, 0);
 }
 
 TEST(Sampler, SameSeedSameTokens) {

@@ -23,4 +23,8 @@ void rope(float* x, int64_t heads, int64_t half, const float* cos_a, const float
 void silu_mul(const float* gate_up, int64_t rows, int64_t cols, int64_t ld_gate_up, float* out,
               int64_t ldo);
 
+// out[i] = exp((x[i] - shift) * scale) for i < n, within ~2 ulp where the argument is in
+// [-87, 88], 0 below, infinity above (softmax weights of a vocabulary; NaN stays NaN).
+void exp_scaled(const float* x, int64_t n, float shift, float scale, float* out);
+
 }  // namespace dq4::ops

@@ -50,7 +50,7 @@ class Sampler {
   uint64_t state_[4];  // xoshiro256** state
   double uniform();    // [0, 1)
   std::vector<int32_t> order_;
-  std::vector<float> probs_;
+  std::vector<float> weights_;
 };
 
 // The logprob of `token` and the `top` most likely tokens (descending) of a row of raw logits.
