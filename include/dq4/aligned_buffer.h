@@ -48,14 +48,10 @@ class AlignedBuffer {
     return *this;
   }
   ~AlignedBuffer() {
-    if (data_ == nullptr) return;
-#if defined(__linux__)
-    if (mapped(size_)) {
-      munmap(data_, rounded(size_, kHugePage));
-      return;
-    }
-#endif
-    std::free(data_);
+    if (data_ != nullptr && mapped(size_))
+      unmap(data_, size_);
+    else
+      std::free(data_);
   }
 
   uint8_t* data() { return data_; }
@@ -86,9 +82,11 @@ class AlignedBuffer {
 #endif
     return reinterpret_cast<uint8_t*>(aligned);
   }
+  static void unmap(uint8_t* data, size_t bytes) { munmap(data, rounded(bytes, kHugePage)); }
 #else
   static bool mapped(size_t) { return false; }
   static uint8_t* map_zeroed(size_t) { return nullptr; }
+  static void unmap(uint8_t*, size_t) {}
 #endif
 
   uint8_t* data_ = nullptr;

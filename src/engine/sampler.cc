@@ -24,10 +24,10 @@ uint64_t splitmix64(uint64_t& x) {
 
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// The first index of the largest logit (NaNs never win; 0 when every logit is NaN). The maximum
-// first, in 16 independent lanes: one running best compared element by element is a chain of
-// dependent compares (~120 us for a 128K vocabulary, per row, while the worker threads wait).
-int32_t argmax(std::span<const float> logits) {
+// The largest logit (NaNs never win; -infinity when every logit is NaN), in 16 independent lanes:
+// one running maximum compared element by element is a chain of dependent compares (~120 us for a
+// 128K vocabulary, per row, while the worker threads wait).
+float max_logit(std::span<const float> logits) {
   constexpr size_t kLanes = 16;
   float lane_max[kLanes];
   std::fill(std::begin(lane_max), std::end(lane_max), -std::numeric_limits<float>::infinity());
@@ -36,7 +36,12 @@ int32_t argmax(std::span<const float> logits) {
     for (size_t j = 0; j < kLanes; ++j)
       lane_max[j] = logits[i + j] > lane_max[j] ? logits[i + j] : lane_max[j];
   for (; i < logits.size(); ++i) lane_max[0] = logits[i] > lane_max[0] ? logits[i] : lane_max[0];
-  const float max = *std::max_element(std::begin(lane_max), std::end(lane_max));
+  return *std::max_element(std::begin(lane_max), std::end(lane_max));
+}
+
+// The first index of the largest logit (0 when every logit is NaN).
+int32_t argmax(std::span<const float> logits) {
+  const float max = max_logit(logits);
   for (size_t k = 0; k < logits.size(); ++k)
     if (logits[k] == max) return static_cast<int32_t>(k);
   return 0;
@@ -124,7 +129,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
   // 128K vocabulary took 15 ms per row when every token's probability was computed and sorted.
   const size_t vocab = logits.size();
   const float inv_t = 1.0f / params_.temperature;
-  const float max = logits[static_cast<size_t>(argmax(logits))];
+  const float max = max_logit(logits);
   weights_.resize(vocab);
   ops::exp_scaled(logits.data(), static_cast<int64_t>(vocab), max, inv_t, weights_.data());
   for (float& w : weights_) w = w >= 0 ? w : 0.0f;  // a NaN logit never wins
@@ -144,17 +149,20 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
       if (weights_[i] > 0 && !(logits[i] < lowest)) order_.push_back(static_cast<int32_t>(i));
     std::sort(order_.begin(), order_.end(), higher);
   };
-  constexpr float kInfinite = std::numeric_limits<float>::infinity();
-  const auto next_spread = [](float spread) { return spread < 88.0f ? 2 * spread : kInfinite; };
+  // Ranks the tokens within ever wider spreads until `enough()` (or every token is ranked).
+  const auto rank_until = [&](auto enough) {
+    for (float spread = 11.0f; spread <= 88.0f; spread *= 2) {
+      rank_within(spread);
+      if (enough()) return;
+    }
+    rank_within(std::numeric_limits<float>::infinity());
+  };
   double total = 0;  // the mass top-p is relative to: every token, or top-k's
   bool ranked = false;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < vocab) {
     const size_t k = static_cast<size_t>(params_.top_k);
     // The k highest lie among the tokens within a spread once there are k of them.
-    for (float spread = 11.0f;; spread = next_spread(spread)) {
-      rank_within(spread);
-      if (order_.size() >= k || spread == kInfinite) break;
-    }
+    rank_until([&] { return order_.size() >= k; });
     if (order_.size() > k) order_.resize(k);
     for (int32_t t : order_) total += weights_[static_cast<size_t>(t)];
     ranked = true;
@@ -168,12 +176,11 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
     const double target = params_.top_p * total;
     if (!ranked) {
       // The prefix lies among the tokens within a spread once their mass reaches the target.
-      for (float spread = 11.0f;; spread = next_spread(spread)) {
-        rank_within(spread);
+      rank_until([&] {
         double mass = 0;
         for (int32_t t : order_) mass += weights_[static_cast<size_t>(t)];
-        if (mass >= target || spread == kInfinite) break;
-      }
+        return mass >= target;
+      });
       ranked = true;
     }
     double mass = 0;

@@ -6,6 +6,14 @@
 #include <cstdint>
 #include <limits>
 
+// One clone of a loop over exp_vectorizable per x86 vector width, chosen at load by the CPU
+// (bit-identical results: the build has -ffp-contract=off).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DQ4_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DQ4_VECTOR_CLONES
+#endif
+
 namespace dq4::ops {
 
 // exp(x) within ~2 ulp for x in [-87, 88], 0 below it, infinity above it (NaN passes through):

@@ -5,10 +5,7 @@
 
 namespace dq4::ops {
 
-// One clone per x86 vector width (exact either way: the build has -ffp-contract=off).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+DQ4_VECTOR_CLONES
 void silu_mul(const float* gate_up, int64_t rows, int64_t cols, int64_t ld_gate_up, float* out,
               int64_t ldo) {
   for (int64_t r = 0; r < rows; ++r) {
