@@ -139,31 +139,45 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
     return la > lb || (la == lb && a < b);
   };
   // order_ = the tokens whose logit is within `spread` / (1 / T) of the maximum (all for an
-  // infinite spread), with a weight, in descending order of logit (ties: lower id first).
-  // Truncation needs the order only near the top: spreads of 11, 22, 44, 88 (weights down to
-  // e^-88, below which they are 0) before every token.
-  const auto rank_within = [&](float spread) {
+  // infinite spread) and that have a weight, unordered. Truncation needs the order only near the
+  // top: spreads of 11, 22, 44, 88 (weights down to e^-88, below which they are 0) before every
+  // token.
+  const auto collect_within = [&](float spread) {
     const float lowest = max - spread / inv_t;
     order_.clear();
     for (size_t i = 0; i < vocab; ++i)
       if (weights_[i] > 0 && !(logits[i] < lowest)) order_.push_back(static_cast<int32_t>(i));
-    std::sort(order_.begin(), order_.end(), higher);
   };
-  // Ranks the tokens within ever wider spreads until `enough()` (or every token is ranked).
-  const auto rank_until = [&](auto enough) {
+  // Collects the tokens within ever wider spreads until `enough()` (or every token is in).
+  const auto collect_until = [&](auto enough) {
     for (float spread = 11.0f; spread <= 88.0f; spread *= 2) {
-      rank_within(spread);
+      collect_within(spread);
       if (enough()) return;
     }
-    rank_within(std::numeric_limits<float>::infinity());
+    collect_within(std::numeric_limits<float>::infinity());
+  };
+  // Moves the `n` highest of order_ to its front in descending order of logit (ties: lower id
+  // first), after the `sorted` already there. A flat distribution (a random model, a high
+  // temperature) has most of the vocabulary within the first spread: sorting all of it took
+  // 15 % of a 1B model's decode time at top-k 40.
+  size_t sorted = 0;
+  const auto sort_first = [&](size_t n) {
+    n = std::min(n, order_.size());
+    if (n <= sorted) return;
+    const auto first = order_.begin() + static_cast<ptrdiff_t>(sorted);
+    const auto middle = order_.begin() + static_cast<ptrdiff_t>(n);
+    std::nth_element(first, middle - 1, order_.end(), higher);
+    std::sort(first, middle - 1, higher);
+    sorted = n;
   };
   double total = 0;  // the mass top-p is relative to: every token, or top-k's
   bool ranked = false;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < vocab) {
     const size_t k = static_cast<size_t>(params_.top_k);
     // The k highest lie among the tokens within a spread once there are k of them.
-    rank_until([&] { return order_.size() >= k; });
-    if (order_.size() > k) order_.resize(k);
+    collect_until([&] { return order_.size() >= k; });
+    sort_first(k);
+    order_.resize(sorted);
     for (int32_t t : order_) total += weights_[static_cast<size_t>(t)];
     ranked = true;
   } else {
@@ -176,17 +190,22 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
     const double target = params_.top_p * total;
     if (!ranked) {
       // The prefix lies among the tokens within a spread once their mass reaches the target.
-      rank_until([&] {
+      collect_until([&] {
         double mass = 0;
         for (int32_t t : order_) mass += weights_[static_cast<size_t>(t)];
         return mass >= target;
       });
       ranked = true;
     }
+    // Ranked in doubling chunks: the prefix is usually short.
     double mass = 0;
     size_t n = 0;
-    while (n < order_.size() && (n == 0 || mass < target))
-      mass += weights_[static_cast<size_t>(order_[n++])];
+    for (size_t chunk = 64;; chunk *= 2) {
+      sort_first(sorted + chunk);
+      while (n < sorted && (n == 0 || mass < target))
+        mass += weights_[static_cast<size_t>(order_[n++])];
+      if ((n > 0 && mass >= target) || sorted == order_.size()) break;
+    }
     order_.resize(n);
   }
   // min-p: tokens at least min_p times as likely as the top one (whose weight is 1).
