@@ -1,4 +1,5 @@
-// attention::run() rejects every invalid argument with a dq4::Error naming the field.
+// attention::run() and run_batch() reject every invalid argument with a dq4::Error naming the
+// field.
 
 #include <gtest/gtest.h>
 
@@ -90,6 +91,24 @@ TEST(AttentionBadInput, NegativeBlockTableEntry) {
   std::vector<int32_t> table = {0, -1};
   expect_rejected([&](attention::Args& a) { a.kv.block_table = table.data(); },
                   {"kv.block_table[1] is negative"});
+}
+
+// A batch checks every sequence, names what is wrong, and refuses sequences on different pools.
+TEST(AttentionBadInput, BatchChecksEverySequence) {
+  AttentionCase c;
+  c.tokens = 2;
+  const AttentionData d = make_attention_data(c);
+  std::vector<float> out0(static_cast<size_t>(c.tokens * d.ld)),
+      out1(static_cast<size_t>(c.tokens * d.ld));
+  ThreadPool pool(2);
+  std::vector<attention::Args> batch = {d.args(c, out0.data()), d.args(c, out1.data())};
+  attention::run_batch(batch);  // valid
+  batch[1].scale = std::numeric_limits<float>::infinity();
+  expect_error([&] { attention::run_batch(batch); }, {"attention::run", "scale must be finite"});
+  batch[1] = d.args(c, out1.data());
+  batch[1].pool = &pool;
+  expect_error([&] { attention::run_batch(batch); }, {"same pool and max_threads"});
+  attention::run_batch({});  // nothing to do
 }
 
 // A kernel this CPU cannot run is refused, never executed.

@@ -1,6 +1,6 @@
 #pragma once
-// Causal self-attention over a paged KV cache, for one sequence at a time: f32 queries, keys and
-// values stored F32 or BF16 in fixed-size blocks found through a block table, giving f32.
+// Causal self-attention over a paged KV cache, per sequence (one call or a batch): f32 queries,
+// keys and values stored F32 or BF16 in fixed-size blocks found through a block table, giving f32.
 //
 // The exact math (every variant bit for bit, for any number of threads). For query row i (at
 // position p = first_position + i) and head h, with kv head g = h / (num_heads / num_kv_heads),
@@ -17,6 +17,7 @@
 // Kernels never allocate or start threads; run() splits (head, row block) tasks over the pool.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,5 +73,10 @@ const Kernel& select_kernel(std::string_view isa_override);
 // Throws dq4::Error naming the field for invalid arguments.
 void run(const Args& args, const Kernel& kernel);
 inline void run(const Args& args) { run(args, default_kernel()); }
+// Several sequences (e.g. the decode rows of a serving step) in one job over the pool: a decode
+// row's attention is too short to be worth a hand-off of its own. Every element must name the
+// same pool and max_threads; each is checked as run() checks it. The results are run()'s.
+void run_batch(std::span<const Args> batch, const Kernel& kernel);
+inline void run_batch(std::span<const Args> batch) { run_batch(batch, default_kernel()); }
 
 }  // namespace dq4::attention

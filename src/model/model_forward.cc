@@ -182,9 +182,10 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
       }
     }
 
-    // Attention, one sequence at a time (each call is parallel over heads and rows).
+    // Attention of every sequence in one job over the pool (heads and row blocks as tasks).
     {
       int64_t r = 0;
+      ws.attention.clear();
       for (const SequenceInput& s : batch) {
         attention::Args a;
         a.q = qkv + r * qkv_cols;
@@ -205,9 +206,10 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
         a.kv.block_table = s.block_table.data();
         a.kv.type = cache.shape().type;
         a.pool = &pool;
-        attention::run(a);
+        ws.attention.push_back(a);
         r += a.tokens;
       }
+      attention::run_batch(ws.attention);
     }
 
     layer.o.forward(attn, rows, q_cols, h, hidden, &pool);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dq4/architecture.h"
+#include "dq4/attention.h"
 #include "dq4/checkpoint.h"
 #include "dq4/linear.h"
 #include "dq4/model.h"
@@ -34,6 +35,7 @@ struct Model::Impl {
   // Activations of the batch being run, reused from call to call.
   struct Workspace {
     std::vector<float> x, h, qkv, attn, gate_up, act, head_in, rope_cos, rope_sin;
+    std::vector<attention::Args> attention;  // one layer's sequences
   } ws;
 };
 

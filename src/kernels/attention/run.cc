@@ -1,9 +1,10 @@
-// run(): argument checks and the split of (kv head group, head range, row block) tiles over the
-// pool, each thread handing its tiles the scratch it owns.
+// run() and run_batch(): argument checks and the split of (sequence, kv head group, head range,
+// row block) tiles over the pool, each thread handing its tiles the scratch it owns.
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "../family.h"
 #include "dq4/attention.h"
@@ -80,32 +81,52 @@ Problem checked_problem(const Args& a) {
 
 }  // namespace
 
-void run(const Args& a, const Kernel& kernel) {
-  const Problem p = checked_problem(a);
+void run(const Args& a, const Kernel& kernel) { run_batch({&a, 1}, kernel); }
+
+void run_batch(std::span<const Args> batch, const Kernel& kernel) {
+  if (batch.empty()) return;
+  std::vector<Problem> problems;
+  problems.reserve(batch.size());
+  for (const Args& a : batch) {
+    problems.push_back(checked_problem(a));
+    if (a.pool != batch[0].pool || a.max_threads != batch[0].max_threads)
+      fail("every sequence of a batch must name the same pool and max_threads");
+  }
   if (!kernel.supported(cpu_features()))
     fail(kernels::unsupported_reason(kernel.name, kernel.needs));
-  const kernels::CallThreads threads = kernels::call_threads(a.pool, a.max_threads);
+  const kernels::CallThreads threads = kernels::call_threads(batch[0].pool, batch[0].max_threads);
 
   // Whole kv head groups share their keys and values; split a group's heads only when there
-  // are too few tiles to keep the threads busy.
-  const int64_t group = p.group();
-  const int64_t row_blocks = (p.tokens + kRowBlock - 1) / kRowBlock;
-  const int64_t group_tiles = p.num_kv_heads * row_blocks;
-  const int64_t head_splits =
-      std::clamp<int64_t>((2 * threads.count + group_tiles - 1) / group_tiles, 1, group);
-  const int64_t tiles = group_tiles * head_splits;
+  // are too few tiles in the whole batch to keep the threads busy.
+  int64_t group_tiles = 0;
+  for (const Problem& p : problems)
+    group_tiles += p.num_kv_heads * ((p.tokens + kRowBlock - 1) / kRowBlock);
+  const int64_t splits_wanted = (2 * threads.count + group_tiles - 1) / group_tiles;
+  std::vector<int64_t> head_splits(problems.size()), first_task(problems.size() + 1, 0);
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const Problem& p = problems[i];
+    head_splits[i] = std::clamp<int64_t>(splits_wanted, 1, p.group());
+    first_task[i + 1] =
+        first_task[i] + p.num_kv_heads * ((p.tokens + kRowBlock - 1) / kRowBlock) * head_splits[i];
+  }
   threads.pool.run(
-      tiles,
+      first_task.back(),
       [&](int64_t task) {
+        const size_t i = static_cast<size_t>(
+            std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin() - 1);
+        const Problem& p = problems[i];
+        const int64_t splits = head_splits[i], local = task - first_task[i];
         // The last row blocks (the most keys) of every head first, so that the short tiles
         // fill in at the end.
-        const int64_t per_row_block = p.num_kv_heads * head_splits;
-        const int64_t rb = row_blocks - 1 - task / per_row_block, rest = task % per_row_block;
-        const int64_t split = rest % head_splits, g = rest / head_splits;
+        const int64_t row_blocks = (p.tokens + kRowBlock - 1) / kRowBlock;
+        const int64_t per_row_block = p.num_kv_heads * splits;
+        const int64_t rb = row_blocks - 1 - local / per_row_block, rest = local % per_row_block;
+        const int64_t split = rest % splits, g = rest / splits;
+        const int64_t group = p.group();
         Tile t;
         t.kv_head = g;
-        t.head_begin = g * group + group * split / head_splits;
-        t.head_end = g * group + group * (split + 1) / head_splits;
+        t.head_begin = g * group + group * split / splits;
+        t.head_end = g * group + group * (split + 1) / splits;
         t.row_begin = rb * kRowBlock;
         t.row_end = std::min(p.tokens, t.row_begin + kRowBlock);
         const auto bytes = static_cast<size_t>(scratch_floats(p, t)) * sizeof(float);
