@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -228,12 +229,44 @@ TEST(Sampler, Logprobs) {
   double z = 0;
   for (float l : kLogits) z += std::exp(static_cast<double>(l));
   EXPECT_NEAR(token_logprob(kLogits, 2), 2.0 - std::log(z), 1e-6);
-  const auto top = top_logprobs(kLogits, 3);
+  EXPECT_NEAR(log_sum_exp(kLogits), std::log(z), 1e-6);
+  const auto top = top_logprobs(kLogits, 3, log_sum_exp(kLogits));
   ASSERT_EQ(top.size(), 3u);
   EXPECT_EQ(top[0].token, 1);
   EXPECT_EQ(top[1].token, 4);
   EXPECT_EQ(top[2].token, 2);
   EXPECT_NEAR(top[0].logprob, 3.0 - std::log(z), 1e-6);
+}
+
+TEST(Sampler, LogprobsOfALargeVocabularyMatchThePlainComputation) {
+  // 50000 logits with ties and a NaN: the top 20 by a full sort (ties: lower id first), and
+  // log-sum-exp in double, to 1e-5.
+  std::vector<float> logits(50000);
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> level(-4000, 400);
+  for (float& l : logits) l = static_cast<float>(level(rng)) / 100.0f;
+  logits[777] = std::numeric_limits<float>::quiet_NaN();
+  logits[3] = std::numeric_limits<float>::quiet_NaN();  // among the first 20 looked at
+  double max = -1e30, z = 0;
+  for (float l : logits)
+    if (!std::isnan(l)) max = std::max<double>(max, l);
+  for (float l : logits)
+    if (!std::isnan(l)) z += std::exp(l - max);
+  const double lse = max + std::log(z);
+  EXPECT_NEAR(log_sum_exp(logits), lse, 1e-5);
+  std::vector<int32_t> ids;
+  for (int32_t i = 0; i < static_cast<int32_t>(logits.size()); ++i)
+    if (i != 777 && i != 3) ids.push_back(i);
+  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  const auto top = top_logprobs(logits, 20, lse);
+  ASSERT_EQ(top.size(), 20u);
+  for (size_t i = 0; i < top.size(); ++i) {
+    EXPECT_EQ(top[i].token, ids[i]) << "rank " << i;
+    EXPECT_NEAR(top[i].logprob, logits[ids[i]] - lse, 1e-5);
+  }
+  EXPECT_TRUE(top_logprobs(logits, 0, lse).empty());
 }
 
 TEST(Sampler, RefusesBadParameters) {

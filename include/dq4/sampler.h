@@ -53,8 +53,12 @@ class Sampler {
   std::vector<float> weights_;
 };
 
-// The logprob of `token` and the `top` most likely tokens (descending) of a row of raw logits.
-std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int top);
+// log(sum exp(logits)) of a row of raw logits (NaNs ignored).
+double log_sum_exp(std::span<const float> logits);
+// The logprob of `token` in a row of raw logits.
 float token_logprob(std::span<const float> logits, int32_t token);
+// The `top` most likely tokens (descending; ties: lower id first) of a row of raw logits and
+// their logprobs, given the row's log_sum_exp().
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int top, double log_sum_exp);
 
 }  // namespace dq4

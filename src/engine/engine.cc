@@ -280,8 +280,9 @@ void Engine::Impl::sample(RequestState& r, Choice& c, float* row, Clock::time_po
   c.delta.token_ids.push_back(token);
   if (q.logprobs) {
     TokenLogprobs lp;
-    lp.chosen = {token, token_logprob(raw_row, token)};
-    if (*q.logprobs > 0) lp.top = top_logprobs(raw_row, *q.logprobs);
+    const double lse = log_sum_exp(raw_row);
+    lp.chosen = {token, static_cast<float>(raw_row[static_cast<size_t>(token)] - lse)};
+    if (*q.logprobs > 0) lp.top = top_logprobs(raw_row, *q.logprobs, lse);
     c.delta.logprobs.push_back(std::move(lp));
   }
   c.changed = true;
