@@ -58,7 +58,7 @@ double log_sum_exp(std::span<const float> logits);
 // The logprob of `token` in a row of raw logits.
 float token_logprob(std::span<const float> logits, int32_t token);
 // The `top` most likely tokens (descending; ties: lower id first) of a row of raw logits and
-// their logprobs, given the row's log_sum_exp().
-std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int top, double log_sum_exp);
+// their logprobs, given the row's log_sum_exp() as `lse`.
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int top, double lse);
 
 }  // namespace dq4

@@ -58,7 +58,6 @@ double sum_at_least(const std::vector<float>& weights, float floor) {
   return (part[0] + part[1]) + (part[2] + part[3]);
 }
 
-// log(sum(exp(logits))) computed stably.
 }  // namespace
 
 void SamplingParams::validate() const {
@@ -244,7 +243,7 @@ float token_logprob(std::span<const float> logits, int32_t token) {
   return static_cast<float>(logits[static_cast<size_t>(token)] - log_sum_exp(logits));
 }
 
-std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int top, double log_sum_exp) {
+std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int top, double lse) {
   const size_t n = std::min(static_cast<size_t>(std::max(top, 0)), logits.size());
   if (n == 0) return {};
   // One pass keeping the n best so far in descending order (ties: lower id first; NaNs never);
@@ -263,7 +262,7 @@ std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int top, d
   }
   std::vector<TokenLogprob> out;
   for (int32_t id : best)
-    out.push_back({id, static_cast<float>(logits[static_cast<size_t>(id)] - log_sum_exp)});
+    out.push_back({id, static_cast<float>(logits[static_cast<size_t>(id)] - lse)});
   return out;
 }
 
