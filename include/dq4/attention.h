@@ -14,7 +14,8 @@
 //   o[d] = fma chain over j in order: o = fma(e_j, v_j[d], o) from 0;  out[d] = o[d] / sum.
 // Keys and values stored as BF16 are widened exactly to f32 before use.
 //
-// Kernels never allocate or start threads; run() splits (head, row block) tasks over the pool.
+// Kernels never allocate or start threads; run() and run_batch() split (sequence, head, row
+// block) tasks over the pool.
 
 #include <cstdint>
 #include <span>
