@@ -34,6 +34,7 @@ struct Result {
   std::map<int, std::vector<TokenId>> tokens;
   std::map<int, std::string> text;
   std::map<int, FinishReason> finish;
+  std::map<int, std::vector<TokenLogprobs>> logprobs;
   Usage usage;
   bool finished = false;
 };
@@ -49,6 +50,8 @@ class Collector {
         auto& t = r.tokens[d.index];
         t.insert(t.end(), d.token_ids.begin(), d.token_ids.end());
         r.text[d.index] += d.text;
+        auto& lp = r.logprobs[d.index];
+        lp.insert(lp.end(), d.logprobs.begin(), d.logprobs.end());
         if (d.finish_reason) r.finish[d.index] = *d.finish_reason;
       }
       r.usage = out.usage;
@@ -273,6 +276,57 @@ TEST(EngineModel, SeededChoicesAreReproducibleWhateverRunsBesideThem) {
   EXPECT_NE(a.text.at(0), a.text.at(1));
   // The later choices found the prompt in the prefix cache.
   EXPECT_GT(engine.stats().prefix_cache_hits, 0u);
+}
+
+TEST(EngineModel, ARowsSamplingOnSeveralThreadsGivesTheOneThreadOutputs) {
+  // A step's rows are drawn in parallel on the model's threads: seeded sampled choices and
+  // logprobs, batched together, come out the same on three threads as on one.
+  std::vector<Request> requests = story_requests(12);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Request& r = requests[i];
+    r.max_tokens = 24;
+    r.sampling.temperature = 0.7f + 0.1f * static_cast<float>(i % 4);
+    r.sampling.top_k = i % 3 == 0 ? 20 : 0;
+    r.sampling.top_p = i % 2 == 0 ? 0.9f : 1.0f;
+    r.sampling.seed = 100 + i;
+    r.n = i % 5 == 0 ? 2 : 1;
+    if (i % 3 == 1) r.logprobs = 3;
+  }
+  const auto run = [&](ThreadPool& pool) {
+    EngineOptions o;
+    o.kv_blocks = 256;
+    o.max_num_batched_tokens = 64;
+    o.max_num_seqs = 16;
+    Engine engine(stories_model(), stories_tokenizer(), o, &pool);
+    Collector c;
+    std::vector<uint64_t> ids;
+    for (const Request& r : requests) ids.push_back(engine.add_request(r, c.callback()));
+    run_until_done(engine);
+    std::vector<Result> out;
+    for (uint64_t id : ids) out.push_back(c.get(id));
+    return out;
+  };
+  ThreadPool three(3);
+  const std::vector<Result> want = run(one_thread()), got = run(three);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].text, want[i].text) << "request " << i;
+    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
+    for (const auto& [choice, lps] : want[i].logprobs) {
+      const std::vector<TokenLogprobs>& other = got[i].logprobs.at(choice);
+      ASSERT_EQ(other.size(), lps.size()) << "request " << i;
+      if (requests[i].logprobs) ASSERT_EQ(lps.size(), want[i].tokens.at(choice).size());
+      for (size_t t = 0; t < lps.size(); ++t) {
+        EXPECT_EQ(other[t].chosen.token, lps[t].chosen.token);
+        EXPECT_EQ(other[t].chosen.logprob, lps[t].chosen.logprob);
+        ASSERT_EQ(other[t].top.size(), lps[t].top.size());
+        for (size_t k = 0; k < lps[t].top.size(); ++k) {
+          EXPECT_EQ(other[t].top[k].token, lps[t].top[k].token);
+          EXPECT_EQ(other[t].top[k].logprob, lps[t].top[k].logprob);
+        }
+      }
+    }
+  }
 }
 
 TEST(EngineModel, PreemptionUnderATinyPoolGivesIdenticalOutputs) {

@@ -168,6 +168,9 @@ class EngineModel {
                                 attention::KvType type) const = 0;
   // Model::forward's contract.
   virtual void forward(std::span<const SequenceInput> batch, KvCache& cache, float* logits) = 0;
+  // The threads forward() runs on; the engine samples a step's rows on them too. Null: the
+  // process-wide pool.
+  virtual ThreadPool* pool() const { return nullptr; }
 };
 
 class Engine {

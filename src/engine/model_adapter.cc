@@ -17,6 +17,7 @@ class ModelAdapter final : public EngineModel {
   void forward(std::span<const SequenceInput> batch, KvCache& cache, float* logits) override {
     model_.forward(batch, cache, logits, pool_);
   }
+  ThreadPool* pool() const override { return pool_; }
 
  private:
   Model& model_;
