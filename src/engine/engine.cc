@@ -30,6 +30,12 @@ SamplingParams choice_sampling(const SamplingParams& params, int index) {
   return p;
 }
 
+}  // namespace
+
+// The engine's own records of a request and its choices (named, not anonymous: Engine::Impl
+// holds them).
+namespace engine {
+
 struct Choice {
   Choice(const Tokenizer& tokenizer, const Request& request, uint64_t request_id, int index)
       : sampler(choice_sampling(request.sampling, index)),
@@ -66,7 +72,10 @@ struct RequestState {
   std::optional<std::string> error;
 };
 
-}  // namespace
+}  // namespace engine
+
+using engine::Choice;
+using engine::RequestState;
 
 struct Engine::Impl {
   Impl(std::unique_ptr<EngineModel> owned, const Tokenizer& tokenizer, const EngineOptions& opts);
