@@ -315,7 +315,9 @@ TEST(EngineModel, ARowsSamplingOnSeveralThreadsGivesTheOneThreadOutputs) {
     for (const auto& [choice, lps] : want[i].logprobs) {
       const std::vector<TokenLogprobs>& other = got[i].logprobs.at(choice);
       ASSERT_EQ(other.size(), lps.size()) << "request " << i;
-      if (requests[i].logprobs) ASSERT_EQ(lps.size(), want[i].tokens.at(choice).size());
+      if (requests[i].logprobs) {
+        ASSERT_EQ(lps.size(), want[i].tokens.at(choice).size());
+      }
       for (size_t t = 0; t < lps.size(); ++t) {
         EXPECT_EQ(other[t].chosen.token, lps[t].chosen.token);
         EXPECT_EQ(other[t].chosen.logprob, lps[t].chosen.logprob);
