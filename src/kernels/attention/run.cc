@@ -79,6 +79,8 @@ Problem checked_problem(const Args& a) {
                  a.num_heads, a.num_kv_heads, a.head_dim, a.window, a.scale,  a.kv};
 }
 
+int64_t row_blocks(const Problem& p) { return (p.tokens + kRowBlock - 1) / kRowBlock; }
+
 }  // namespace
 
 void run(const Args& a, const Kernel& kernel) { run_batch({&a, 1}, kernel); }
@@ -99,15 +101,13 @@ void run_batch(std::span<const Args> batch, const Kernel& kernel) {
   // Whole kv head groups share their keys and values; split a group's heads only when there
   // are too few tiles in the whole batch to keep the threads busy.
   int64_t group_tiles = 0;
-  for (const Problem& p : problems)
-    group_tiles += p.num_kv_heads * ((p.tokens + kRowBlock - 1) / kRowBlock);
+  for (const Problem& p : problems) group_tiles += p.num_kv_heads * row_blocks(p);
   const int64_t splits_wanted = (2 * threads.count + group_tiles - 1) / group_tiles;
   std::vector<int64_t> head_splits(problems.size()), first_task(problems.size() + 1, 0);
   for (size_t i = 0; i < problems.size(); ++i) {
     const Problem& p = problems[i];
     head_splits[i] = std::clamp<int64_t>(splits_wanted, 1, p.group());
-    first_task[i + 1] =
-        first_task[i] + p.num_kv_heads * ((p.tokens + kRowBlock - 1) / kRowBlock) * head_splits[i];
+    first_task[i + 1] = first_task[i] + p.num_kv_heads * row_blocks(p) * head_splits[i];
   }
   threads.pool.run(
       first_task.back(),
@@ -118,9 +118,8 @@ void run_batch(std::span<const Args> batch, const Kernel& kernel) {
         const int64_t splits = head_splits[i], local = task - first_task[i];
         // The last row blocks (the most keys) of every head first, so that the short tiles
         // fill in at the end.
-        const int64_t row_blocks = (p.tokens + kRowBlock - 1) / kRowBlock;
         const int64_t per_row_block = p.num_kv_heads * splits;
-        const int64_t rb = row_blocks - 1 - local / per_row_block, rest = local % per_row_block;
+        const int64_t rb = row_blocks(p) - 1 - local / per_row_block, rest = local % per_row_block;
         const int64_t split = rest % splits, g = rest / splits;
         const int64_t group = p.group();
         Tile t;
