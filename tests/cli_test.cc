@@ -177,6 +177,34 @@ TEST(CliBench, TableRunsOnTheReferenceKernel) {
   EXPECT_NE(r.out.find("reference"), std::string::npos) << r.out;
 }
 
+TEST(CliBench, ModelCasesCarryTheirOwnCeilingProbes) {
+  const CliResult r = run("bench model --synth tiny --quick --threads-list 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json cases = nlohmann::json::parse(r.out);
+  ASSERT_EQ(cases.size(), 3u);  // prompt 128 and decode 32, then decode with the head quantized
+  for (const auto& c : cases) {
+    const bool decode = c["phase"] == "decode";
+    EXPECT_EQ(c["tokens"], decode ? 32 : 128) << c.dump();
+    EXPECT_GT(c["tokens_per_s"].get<double>(), 0.0) << c.dump();
+    // The ratio is the shown repeat's speed over its own probe's ceiling, within the range.
+    const double ratio = c["ceiling_ratio"].get<double>();
+    EXPECT_DOUBLE_EQ(ratio,
+                     c["tokens_per_s"].get<double>() / c["ceiling_tokens_per_s"].get<double>());
+    EXPECT_LE(c["ceiling_ratio_min"].get<double>(), ratio) << c.dump();
+    EXPECT_GE(c["ceiling_ratio_max"].get<double>(), ratio) << c.dump();
+    if (decode) {
+      EXPECT_GT(c["read_gbps"].get<double>(), 0.0) << c.dump();
+      EXPECT_FALSE(c.contains("int8_peak_gops")) << c.dump();
+    } else {
+      EXPECT_FALSE(c.contains("read_gbps")) << c.dump();
+    }
+    // The probe's 256 MiB buffer is not the model's: a tiny model's peak RSS stays far below.
+    EXPECT_GT(c["peak_rss_mb"].get<double>(), 0.0) << c.dump();
+    EXPECT_LT(c["peak_rss_mb"].get<double>(), 200.0) << c.dump();
+  }
+  EXPECT_NE(cases[2]["head"].get<std::string>().find("W4A8"), std::string::npos) << cases[2];
+}
+
 TEST(CliBench, BadOptionsAreClearErrors) {
   CliResult r = run("bench kernels --shapes 12x");
   EXPECT_EQ(r.exit_code, 1);

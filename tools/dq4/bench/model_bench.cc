@@ -33,11 +33,14 @@ struct Case {
   std::string head;   // what the head runs
   int64_t tokens = 0;
   int threads = 0;
+  // The repeat with the median ceiling ratio: its speed and its own ceiling.
   double tokens_per_s = 0;
+  double ceiling_tokens_per_s = 0;
+  double ratio_min = 0, ratio_max = 0;  // over the repeats
   // Int-ops (prompt) or bytes read (decode) per token: the ceiling is the machine's int8 peak or
   // read bandwidth divided by it.
   double work_per_token = 0;
-  double ceiling_tokens_per_s = 0;
+  double reference = 0;   // that peak (G int-op/s) or bandwidth (GB/s), probed beside the repeat
   double head_share = 0;  // decode: fraction of the time spent in the head
   double peak_rss_mb = 0;
   // Packed weights + embeddings + the largest KV cache of the model's cases: what the model must
@@ -77,55 +80,118 @@ double kv_bytes(const ModelConfig& c, int64_t ctx, attention::KvType type) {
 struct Settings {
   std::vector<int64_t> prompt_lengths;
   int64_t decode_tokens = 128;
-  int repeats = 2;
+  int repeats = 3;
   attention::KvType kv_type = attention::KvType::f32;
 };
 
 // Decode starts after a prompt of this many tokens.
 constexpr int64_t kDecodePrompt = 16;
 
-// Times the prompt and decode cases at `threads` threads; the best of `repeats` runs.
+// The ceilings are probed beside each repeat, not once for the run: this project's hosts drift by
+// 10-30 % within seconds, and a ratio against a probe taken a minute away measures the drift.
+// Decode reads this much of the probe's buffer after every token (the buffer, 8x the chunk,
+// rotates: each chunk is read from memory, as the weights are), timed apart from the token.
+constexpr size_t kProbeChunk = size_t{32} << 20;
+constexpr size_t kProbeBytes = 8 * kProbeChunk;
+// Prompt repeats are flanked by int8 peak probes of this many runs.
+constexpr int kPeakRuns = 3;
+
+struct Repeat {
+  double tokens_per_s = 0, reference = 0, head_seconds = 0;
+  double ceiling(double work_per_token) const { return reference * 1e9 / work_per_token; }
+  double ratio(double work_per_token) const { return tokens_per_s / ceiling(work_per_token); }
+};
+
+// The case from its repeats: the one with the median ratio, and the ratios' range.
+Case summarize_repeats(Case k, std::vector<Repeat> repeats) {
+  std::sort(repeats.begin(), repeats.end(), [&](const Repeat& a, const Repeat& b) {
+    return a.ratio(k.work_per_token) < b.ratio(k.work_per_token);
+  });
+  const Repeat& median = repeats[repeats.size() / 2];
+  k.tokens_per_s = median.tokens_per_s;
+  k.reference = median.reference;
+  k.ceiling_tokens_per_s = median.ceiling(k.work_per_token);
+  k.head_share = median.head_seconds * median.tokens_per_s / static_cast<double>(k.tokens);
+  k.ratio_min = repeats.front().ratio(k.work_per_token);
+  k.ratio_max = repeats.back().ratio(k.work_per_token);
+  return k;
+}
+
+// What every case's process holds besides the model: the read probe's buffer, resident from the
+// start (so that it is not part of a case's page faults) and taken out of the peak RSS.
+struct Probes {
+  ReadBandwidthProbe read{kProbeBytes};
+  DotPeak peak;
+
+  double peak_gops(ThreadPool& pool, int threads) const {
+    const std::vector<DotPeakRate> r = dot_peak(peak, {threads}, kPeakRuns, &pool);
+    return r.empty() ? std::numeric_limits<double>::quiet_NaN() : r[0].gops.median;
+  }
+  double peak_rss_mb() const {
+    return static_cast<double>(peak_rss_bytes() -
+                               std::min<uint64_t>(peak_rss_bytes(), read.bytes())) /
+           1e6;
+  }
+};
+
+// Tokens per forward of a prompt: the engine's default token budget per step.
+constexpr int64_t kPrefillChunk = 512;
+
+// Times the prompt and decode cases at `threads` threads, `repeats` times each, every repeat
+// with its own ceiling probe.
 void run_cases(Model& model, int threads, const Settings& s, const std::string& head,
-               std::vector<Case>& cases, bool prompts) {
+               Probes& probes, std::vector<Case>& cases, bool prompts) {
   ThreadPool pool(threads);
   const ModelConfig& c = model.config();
   if (prompts)
     for (int64_t n : s.prompt_lengths) {
       const std::vector<int32_t> tokens = random_tokens(n, c.vocab_size, 1);
-      double best = 1e30;
+      std::vector<Repeat> repeats;
+      // One session for the case: a server keeps its KV cache and workspaces, so the page faults
+      // of their first use are left to an untimed warm-up run.
+      Session session(model, n, s.kv_type, kPrefillChunk, &pool);
+      session.feed(tokens);
+      double before = probes.peak_gops(pool, threads);
       for (int r = 0; r < s.repeats; ++r) {
-        Session session(model, n, s.kv_type, 512, &pool);
+        session.truncate(0);
         const double t0 = now_seconds();
         session.feed(tokens);
-        best = std::min(best, now_seconds() - t0);
+        const double elapsed = now_seconds() - t0;
+        const double after = probes.peak_gops(pool, threads);
+        repeats.push_back({static_cast<double>(n) / elapsed, (before + after) / 2, 0});
+        before = after;
       }
-      Case k{"prompt", head, n, threads, n / best, linear_ops_per_token(c), 0, 0, 0};
-      k.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / 1e6;
+      Case k{"prompt", head, n, threads};
+      k.work_per_token = linear_ops_per_token(c);
+      k = summarize_repeats(k, repeats);
+      k.peak_rss_mb = probes.peak_rss_mb();
       cases.push_back(k);
     }
   const std::vector<int32_t> prompt = random_tokens(kDecodePrompt, c.vocab_size, 2);
-  double best = 1e30, head_seconds = 0;
+  std::vector<Repeat> repeats;
+  Session session(model, kDecodePrompt + s.decode_tokens, s.kv_type, kPrefillChunk, &pool);
   for (int r = 0; r < s.repeats; ++r) {
-    Session session(model, kDecodePrompt + s.decode_tokens, s.kv_type, 512, &pool);
+    session.truncate(0);
     std::span<const float> logits = session.feed(prompt);
     model.reset_head_seconds();
-    const double t0 = now_seconds();
+    double decode_seconds = 0, probe_seconds = 0;
     for (int64_t i = 0; i < s.decode_tokens; ++i) {
+      const double t0 = now_seconds();
       const int32_t next =
           static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       logits = session.feed(std::span(&next, 1));
+      decode_seconds += now_seconds() - t0;
+      probe_seconds += probes.read.read_next(pool, threads, kProbeChunk);
     }
-    const double elapsed = now_seconds() - t0;
-    if (elapsed < best) {
-      best = elapsed;
-      head_seconds = model.head_seconds();
-    }
+    const double probed = static_cast<double>(kProbeChunk) * static_cast<double>(s.decode_tokens);
+    repeats.push_back({static_cast<double>(s.decode_tokens) / decode_seconds,
+                       probed / probe_seconds * 1e-9, model.head_seconds()});
   }
-  const double bytes = static_cast<double>(model.bytes_per_token()) +
-                       kv_bytes(c, kDecodePrompt + s.decode_tokens / 2, s.kv_type);
-  Case k{"decode", head, s.decode_tokens,     threads, s.decode_tokens / best,
-         bytes,    0,    head_seconds / best, 0};
-  k.peak_rss_mb = static_cast<double>(peak_rss_bytes()) / 1e6;
+  Case k{"decode", head, s.decode_tokens, threads};
+  k.work_per_token = static_cast<double>(model.bytes_per_token()) +
+                     kv_bytes(c, kDecodePrompt + s.decode_tokens / 2, s.kv_type);
+  k = summarize_repeats(k, repeats);
+  k.peak_rss_mb = probes.peak_rss_mb();
   cases.push_back(k);
 }
 
@@ -153,9 +219,10 @@ struct SynthDir {
 int run_model_bench(int argc, char** argv, int first) {
   Args args("bench model",
             "Prompt processing (128 and 512 tokens) and decode (128 tokens) of a whole model at\n"
-            "1 and 2 threads, each as tokens/s and as a fraction of its ceiling measured in the\n"
-            "same run: decode against read bandwidth / bytes read per token, prompt against the\n"
-            "int8 dot-product peak / int-ops per token. Then decode again with the head quantized\n"
+            "1 and 2 threads, each as tokens/s and as a fraction of its ceiling probed beside it\n"
+            "(three repeats, the median shown): decode against read bandwidth / bytes read per\n"
+            "token, prompt against the int8 dot-product peak / int-ops per token. Then decode "
+            "again with the head quantized\n"
             "to W4A8 G32 (--quantize-dense) to show the head's share of decode time.");
   declare_model_options(args);
   args.option("synth", "PRESET",
@@ -192,9 +259,8 @@ int run_model_bench(int argc, char** argv, int first) {
   options.linear = linear_options(args);
   options.quantize_group = quantize_option(args);
   if (synth && !options.quantize_group) options.quantize_group = 32;  // the synthetic model is BF16
-  MachineReferences refs(size_t{1} << 30, w4a8::kernel_name(w4a8::default_kernel()), threads);
-  refs.measure(stderr, "before");
-  refs.release();  // the probe's gigabyte is not the model's
+  Probes probes{ReadBandwidthProbe(kProbeBytes),
+                dot_peak_for(w4a8::kernel_name(w4a8::default_kernel()))};
   std::vector<Case> cases;
   size_t packed = 0, embedding = 0;
   double load_seconds = 0;
@@ -219,7 +285,7 @@ int run_model_bench(int argc, char** argv, int first) {
       for (const std::string& l : lines) std::fprintf(stderr, "  %s\n", l.c_str());
     }
     const size_t first = cases.size();
-    for (int t : threads) run_cases(*model, t, s, head, cases, prompts);
+    for (int t : threads) run_cases(*model, t, s, head, probes, cases, prompts);
     int64_t context = kDecodePrompt + s.decode_tokens;
     if (prompts)
       for (int64_t n : s.prompt_lengths) context = std::max(context, n);
@@ -230,13 +296,7 @@ int run_model_bench(int argc, char** argv, int first) {
   };
   bench_head(false, true);
   bench_head(true, false);
-  refs.measure(stderr, "after");
 
-  // Ceilings with the references' final values (the larger of the medians before and after).
-  for (Case& k : cases)
-    k.ceiling_tokens_per_s =
-        (k.phase == "prompt" ? refs.peak_gops(k.threads) : refs.read_gbps(k.threads)) * 1e9 /
-        k.work_per_token;
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const Case& k : cases)
@@ -247,12 +307,14 @@ int run_model_bench(int argc, char** argv, int first) {
                      {"tokens_per_s", k.tokens_per_s},
                      {"ceiling_tokens_per_s", k.ceiling_tokens_per_s},
                      {"ceiling_ratio", k.tokens_per_s / k.ceiling_tokens_per_s},
+                     {"ceiling_ratio_min", k.ratio_min},
+                     {"ceiling_ratio_max", k.ratio_max},
+                     {"repeats", s.repeats},
                      {"head_share", k.head_share},
                      {"peak_rss_mb", k.peak_rss_mb},
                      {"model_mb", k.model_mb},
                      {"rss_ratio", k.peak_rss_mb / k.model_mb},
-                     {"read_gbps", refs.read_gbps(k.threads)},
-                     {"int8_peak_gops", refs.peak_gops(k.threads)},
+                     {k.phase == "decode" ? "read_gbps" : "int8_peak_gops", k.reference},
                      {"packed_mb", static_cast<double>(packed) / 1e6},
                      {"embedding_mb", static_cast<double>(embedding) / 1e6},
                      {"load_s", load_seconds}});
@@ -261,17 +323,23 @@ int run_model_bench(int argc, char** argv, int first) {
   }
   std::printf("model %s: packed weights %s, embeddings %s, loaded in %.2f s\n", dir.c_str(),
               megabytes(packed).c_str(), megabytes(embedding).c_str(), load_seconds);
-  std::printf("%-7s %6s %7s %10s %10s %7s %10s %8s %9s  %s\n", "phase", "tokens", "threads",
-              "tokens/s", "ceiling", "ratio", "head share", "RSS MB", "RSS/model", "head");
+  std::printf("%-7s %6s %7s %10s %10s %7s %13s %10s %8s %9s  %s\n", "phase", "tokens", "threads",
+              "tokens/s", "ceiling", "ratio", "ratio range", "head share", "RSS MB", "RSS/model",
+              "head");
   for (const Case& k : cases)
-    std::printf("%-7s %6lld %7d %10.2f %10.2f %7.3f %10s %8.0f %9.3f  %s\n", k.phase.c_str(),
-                static_cast<long long>(k.tokens), k.threads, k.tokens_per_s, k.ceiling_tokens_per_s,
-                k.tokens_per_s / k.ceiling_tokens_per_s,
+    std::printf("%-7s %6lld %7d %10.2f %10.2f %7.3f %6.3f-%6.3f %10s %8.0f %9.3f  %s\n",
+                k.phase.c_str(), static_cast<long long>(k.tokens), k.threads, k.tokens_per_s,
+                k.ceiling_tokens_per_s, k.tokens_per_s / k.ceiling_tokens_per_s, k.ratio_min,
+                k.ratio_max,
                 k.phase == "decode"
                     ? (std::to_string(static_cast<int>(k.head_share * 100 + 0.5)) + "%").c_str()
                     : "-",
                 k.peak_rss_mb, k.peak_rss_mb / k.model_mb, k.head.c_str());
-  std::printf("%s\n", refs.method().c_str());
+  std::printf(
+      "ceilings probed beside each of the %d repeats (the one with the median ratio shown): decode "
+      "against the read bandwidth of %zu MiB read after every token (%s), prompt against the "
+      "int8 peak (%s, %d runs) before and after the repeat\n",
+      s.repeats, kProbeChunk >> 20, "widest loads", dot_peak_name(probes.peak), kPeakRuns);
   return 0;
 }
 

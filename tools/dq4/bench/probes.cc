@@ -368,28 +368,28 @@ bool cpu_has(FmaPeak peak) {
   }
 }
 
-// Runs `loop` on `threads` threads at once; returns the seconds the slowest one took.
-double timed_peak_run(const PeakLoop& loop, int threads, int64_t iterations) {
+// Runs `loop` on `threads` threads of `pool` at once; returns the seconds the slowest one took.
+double timed_peak_run(ThreadPool& pool, const PeakLoop& loop, int threads, int64_t iterations) {
   const auto start = Clock::now();
-  ThreadPool::global().run(
+  pool.run(
       threads, [&](int64_t t) { g_sink = loop.loop(iterations, static_cast<int>(t) + 3); },
       threads);
   return seconds_since(start);
 }
 
 // `runs` rates of `loop` (sized to about 20 ms on one thread) per thread count.
-std::vector<DotPeakRate> peak_rates(const PeakLoop& loop, const std::vector<int>& threads,
-                                    int runs) {
+std::vector<DotPeakRate> peak_rates(ThreadPool& pool, const PeakLoop& loop,
+                                    const std::vector<int>& threads, int runs) {
   if (loop.loop == nullptr) return {};
   // Size the loop to take about 20 ms on one thread.
   int64_t iterations = int64_t{1} << 14;
-  for (double s = timed_peak_run(loop, 1, iterations); s < 0.02;
-       s = timed_peak_run(loop, 1, iterations))
+  for (double s = timed_peak_run(pool, loop, 1, iterations); s < 0.02;
+       s = timed_peak_run(pool, loop, 1, iterations))
     iterations *= s < 0.002 ? 8 : 2;
   std::vector<std::vector<double>> samples(threads.size());
   for (int run = 0; run < runs; ++run) {
     for (size_t i = 0; i < threads.size(); ++i) {
-      const double s = timed_peak_run(loop, threads[i], iterations);
+      const double s = timed_peak_run(pool, loop, threads[i], iterations);
       samples[i].push_back(loop.ops_per_iteration * static_cast<double>(iterations) * threads[i] /
                            s * 1e-9);
     }
@@ -425,8 +425,8 @@ void read_through(const void* data, size_t bytes) {
 ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes) {
   const size_t unit = size_t{2} << 20;
   bytes_ = std::max(unit, bytes / unit * unit);
-  data_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes_));
-  if (data_ == nullptr) throw std::bad_alloc();
+  buffer_ = AlignedBuffer(bytes_);
+  data_ = buffer_.data();
   fill();
 }
 
@@ -445,11 +445,29 @@ void ReadBandwidthProbe::fill() {
       parts);
 }
 
-ReadBandwidthProbe::~ReadBandwidthProbe() { std::free(data_); }
-
 void ReadBandwidthProbe::release() {
   madvise(data_, bytes_, MADV_DONTNEED);
   released_ = true;
+}
+
+double ReadBandwidthProbe::read_next(ThreadPool& pool, int threads, size_t bytes) {
+  if (released_) fill();
+  released_ = false;
+  if (cursor_ + bytes > bytes_) cursor_ = 0;
+  const Reader reader = widest_reader();
+  const uint8_t* from = data_ + cursor_;
+  const auto start = Clock::now();
+  pool.run(
+      threads,
+      [&](int64_t t) {
+        size_t begin = 0, length = 0;
+        part_range(bytes, t, threads, &begin, &length);
+        g_sink = reader(from + begin, length);
+      },
+      threads);
+  const double s = seconds_since(start);
+  cursor_ += bytes;
+  return s;
 }
 
 std::vector<Bandwidth> ReadBandwidthProbe::measure(const std::vector<int>& threads, int passes) {
@@ -503,9 +521,10 @@ const char* dot_peak_name(DotPeak peak) {
   }
 }
 
-std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads, int runs) {
+std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads, int runs,
+                                  ThreadPool* pool) {
   if (!cpu_has(peak)) return {};
-  return peak_rates(peak_loop(peak), threads, runs);
+  return peak_rates(pool != nullptr ? *pool : ThreadPool::global(), peak_loop(peak), threads, runs);
 }
 
 FmaPeak fma_peak_for(std::string_view kernel_name) {
@@ -531,7 +550,7 @@ const char* fma_peak_name(FmaPeak peak) {
 
 std::vector<DotPeakRate> fma_peak(FmaPeak peak, const std::vector<int>& threads, int runs) {
   if (!cpu_has(peak)) return {};
-  return peak_rates(fma_loop(peak), threads, runs);
+  return peak_rates(ThreadPool::global(), fma_loop(peak), threads, runs);
 }
 
 }  // namespace dq4::cli::bench

@@ -10,6 +10,11 @@
 #include <vector>
 
 #include "bench/stats.h"
+#include "dq4/aligned_buffer.h"
+
+namespace dq4 {
+class ThreadPool;
+}
 
 namespace dq4::cli::bench {
 
@@ -31,7 +36,6 @@ struct Bandwidth {
 class ReadBandwidthProbe {
  public:
   explicit ReadBandwidthProbe(size_t bytes);  // rounded to 2 MiB
-  ~ReadBandwidthProbe();
   ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
   ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
 
@@ -44,12 +48,18 @@ class ReadBandwidthProbe {
   // Returns the buffer's pages to the OS until the next measure(), so that a benchmark's peak
   // RSS after it is its own.
   void release();
+  // One timed read of the buffer's next `bytes` (wrapping around; a multiple of 256 at most the
+  // buffer), split among `threads` threads of `pool`: a short probe to interleave with a
+  // workload so that both meet the host in the same state. Returns the seconds it took.
+  double read_next(ThreadPool& pool, int threads, size_t bytes);
 
  private:
   void fill();
 
+  AlignedBuffer buffer_;  // huge pages where the OS has them, as the model's weights
   uint8_t* data_ = nullptr;
   size_t bytes_ = 0;
+  size_t cursor_ = 0;  // where read_next() goes on
   bool released_ = false;
 };
 
@@ -75,8 +85,10 @@ struct DotPeakRate {
   Summary gops;  // G ops per second (2 per multiply-add), all threads together
 };
 
-// Each thread runs a loop of independent accumulators of `peak` held in registers.
-std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads, int runs);
+// Each thread runs a loop of independent accumulators of `peak` held in registers, on `pool`
+// (default: the global pool).
+std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads, int runs,
+                                  ThreadPool* pool = nullptr);
 
 // The f32 FMA instruction sequences a kernel can be bounded by (W4A16, dense f32).
 enum class FmaPeak {
