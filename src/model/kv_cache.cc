@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dq4/error.h"
+#include "dq4/thread_pool.h"
 
 namespace dq4 {
 namespace {
@@ -23,6 +24,18 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
       shape.blocks <= 0)
     throw Error("KV cache: layers, kv_heads, head_dim, block_size and blocks must be positive");
   data_ = AlignedBuffer(bytes_per_block(shape) * static_cast<size_t>(shape.blocks));
+}
+
+void KvCache::prefault(ThreadPool& pool) {
+  constexpr size_t kPage = 4096;  // the smallest page: a huge page is faulted in by its first
+  const size_t pages = (data_.size() + kPage - 1) / kPage;
+  const int64_t parts = pool.size();
+  volatile uint8_t* base = data_.data();
+  pool.run(parts, [&](int64_t t) {
+    const size_t end = pages * static_cast<size_t>(t + 1) / static_cast<size_t>(parts);
+    for (size_t p = pages * static_cast<size_t>(t) / static_cast<size_t>(parts); p < end; ++p)
+      base[p * kPage] = 0;  // the pool is fresh and all zero: this only maps the page
+  });
 }
 
 size_t KvCache::bytes_per_block(const KvCacheShape& s) {

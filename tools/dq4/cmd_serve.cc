@@ -1,5 +1,6 @@
 // dq4 serve: the OpenAI-compatible HTTP server over the engine, for one model directory.
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -12,11 +13,13 @@
 #include "dq4/chat_template.h"
 #include "dq4/engine.h"
 #include "dq4/error.h"
+#include "dq4/kv_cache.h"
 #include "dq4/model.h"
 #include "dq4/server.h"
 #include "dq4/thread_pool.h"
 #include "dq4/tokenizer.h"
 #include "model_options.h"
+#include "progress.h"
 
 namespace dq4::cli {
 namespace {
@@ -115,7 +118,17 @@ int run_serve(int argc, char** argv, int first) {
   const std::optional<ChatTemplate> chat_template =
       load_chat_template(dir, args.value("chat-template"));
 
+  const auto engine_start = std::chrono::steady_clock::now();
   Engine engine(*loaded.model, tokenizer, engine_options, &loaded.threads());
+  const EngineOptions& resolved = engine.options();
+  std::fprintf(
+      stderr, "KV cache: %lld blocks of %lld tokens (%s), mapped in %.2f s\n",
+      static_cast<long long>(resolved.kv_blocks), static_cast<long long>(resolved.block_size),
+      megabytes(static_cast<uint64_t>(resolved.kv_blocks) *
+                KvCache::bytes_per_block(
+                    loaded.model->kv_shape(1, resolved.block_size, resolved.kv_type)))
+          .c_str(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - engine_start).count());
   engine.start();
   Server server(engine, tokenizer, chat_template ? &*chat_template : nullptr, server_options);
   std::fprintf(stderr, "dq4 serve: %s as '%s' on http://%s:%d (max model len %lld)\n", dir.c_str(),
