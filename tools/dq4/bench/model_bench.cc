@@ -94,7 +94,7 @@ constexpr int64_t kDecodePrompt = 16;
 constexpr size_t kProbeChunk = size_t{32} << 20;
 constexpr size_t kProbeBytes = 8 * kProbeChunk;
 // Prompt repeats are flanked by int8 peak probes of this many runs.
-constexpr int kPeakRuns = 3;
+constexpr int kPeakRunsAround = 3;
 
 struct Repeat {
   double tokens_per_s = 0, reference = 0, head_seconds = 0;
@@ -124,7 +124,7 @@ struct Probes {
   DotPeak peak;
 
   double peak_gops(ThreadPool& pool, int threads) const {
-    const std::vector<DotPeakRate> r = dot_peak(peak, {threads}, kPeakRuns, &pool);
+    const std::vector<DotPeakRate> r = dot_peak(peak, {threads}, kPeakRunsAround, &pool);
     return r.empty() ? std::numeric_limits<double>::quiet_NaN() : r[0].gops.median;
   }
   double peak_rss_mb() const {
@@ -339,7 +339,7 @@ int run_model_bench(int argc, char** argv, int first) {
       "ceilings probed beside each of the %d repeats (the one with the median ratio shown): decode "
       "against the read bandwidth of %zu MiB read after every token (%s), prompt against the "
       "int8 peak (%s, %d runs) before and after the repeat\n",
-      s.repeats, kProbeChunk >> 20, "widest loads", dot_peak_name(probes.peak), kPeakRuns);
+      s.repeats, kProbeChunk >> 20, "widest loads", dot_peak_name(probes.peak), kPeakRunsAround);
   return 0;
 }
 
