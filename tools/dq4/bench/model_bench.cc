@@ -128,9 +128,8 @@ struct Probes {
     return r.empty() ? std::numeric_limits<double>::quiet_NaN() : r[0].gops.median;
   }
   double peak_rss_mb() const {
-    return static_cast<double>(peak_rss_bytes() -
-                               std::min<uint64_t>(peak_rss_bytes(), read.bytes())) /
-           1e6;
+    const uint64_t peak = peak_rss_bytes();
+    return static_cast<double>(peak - std::min<uint64_t>(peak, read.bytes())) / 1e6;
   }
 };
 

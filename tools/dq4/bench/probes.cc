@@ -143,6 +143,21 @@ void part_range(size_t bytes, int64_t t, int64_t parts, size_t* begin, size_t* l
   *length = (c1 - c0) * kReadChunk;
 }
 
+// Reads `bytes` at `from` once, split among `threads` threads of `pool`; returns the seconds.
+double timed_read(ThreadPool& pool, int threads, const uint8_t* from, size_t bytes) {
+  const Reader reader = widest_reader();
+  const auto start = Clock::now();
+  pool.run(
+      threads,
+      [&](int64_t t) {
+        size_t begin = 0, length = 0;
+        part_range(bytes, t, threads, &begin, &length);
+        g_sink = reader(from + begin, length);
+      },
+      threads);
+  return seconds_since(start);
+}
+
 // ---- int8 dot peak --------------------------------------------------------------------------
 
 #if defined(__x86_64__)
@@ -424,9 +439,7 @@ void read_through(const void* data, size_t bytes) {
 
 ReadBandwidthProbe::ReadBandwidthProbe(size_t bytes) {
   const size_t unit = size_t{2} << 20;
-  bytes_ = std::max(unit, bytes / unit * unit);
-  buffer_ = AlignedBuffer(bytes_);
-  data_ = buffer_.data();
+  buffer_ = AlignedBuffer(std::max(unit, bytes / unit * unit));
   fill();
 }
 
@@ -439,33 +452,22 @@ void ReadBandwidthProbe::fill() {
       parts,
       [&](int64_t t) {
         size_t begin = 0, length = 0;
-        part_range(bytes_, t, parts, &begin, &length);
-        std::memset(data_ + begin, 0x5a + static_cast<int>(t), length);
+        part_range(bytes(), t, parts, &begin, &length);
+        std::memset(buffer_.data() + begin, 0x5a + static_cast<int>(t), length);
       },
       parts);
 }
 
 void ReadBandwidthProbe::release() {
-  madvise(data_, bytes_, MADV_DONTNEED);
+  madvise(buffer_.data(), bytes(), MADV_DONTNEED);
   released_ = true;
 }
 
 double ReadBandwidthProbe::read_next(ThreadPool& pool, int threads, size_t bytes) {
   if (released_) fill();
   released_ = false;
-  if (cursor_ + bytes > bytes_) cursor_ = 0;
-  const Reader reader = widest_reader();
-  const uint8_t* from = data_ + cursor_;
-  const auto start = Clock::now();
-  pool.run(
-      threads,
-      [&](int64_t t) {
-        size_t begin = 0, length = 0;
-        part_range(bytes, t, threads, &begin, &length);
-        g_sink = reader(from + begin, length);
-      },
-      threads);
-  const double s = seconds_since(start);
+  if (cursor_ + bytes > buffer_.size()) cursor_ = 0;
+  const double s = timed_read(pool, threads, buffer_.data() + cursor_, bytes);
   cursor_ += bytes;
   return s;
 }
@@ -473,23 +475,11 @@ double ReadBandwidthProbe::read_next(ThreadPool& pool, int threads, size_t bytes
 std::vector<Bandwidth> ReadBandwidthProbe::measure(const std::vector<int>& threads, int passes) {
   if (released_) fill();
   released_ = false;
-  const Reader reader = widest_reader();
-  ThreadPool& pool = ThreadPool::global();
   std::vector<std::vector<double>> samples(threads.size());
   for (int pass = -1; pass < passes; ++pass) {  // pass -1 warms up
     for (size_t i = 0; i < threads.size(); ++i) {
-      const int parts = threads[i];
-      const auto start = Clock::now();
-      pool.run(
-          parts,
-          [&](int64_t t) {
-            size_t begin = 0, length = 0;
-            part_range(bytes_, t, parts, &begin, &length);
-            g_sink = reader(data_ + begin, length);
-          },
-          parts);
-      const double s = seconds_since(start);
-      if (pass >= 0) samples[i].push_back(static_cast<double>(bytes_) / s * 1e-9);
+      const double s = timed_read(ThreadPool::global(), threads[i], buffer_.data(), bytes());
+      if (pass >= 0) samples[i].push_back(static_cast<double>(bytes()) / s * 1e-9);
     }
   }
   std::vector<Bandwidth> out;

@@ -39,7 +39,7 @@ class ReadBandwidthProbe {
   ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
   ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
 
-  size_t bytes() const { return bytes_; }
+  size_t bytes() const { return buffer_.size(); }
   // `passes` passes per thread count, the thread counts alternating pass by pass so that noise
   // from other processes hits all of them alike; each thread streams one contiguous part with the
   // widest loads the CPU has.
@@ -57,9 +57,7 @@ class ReadBandwidthProbe {
   void fill();
 
   AlignedBuffer buffer_;  // huge pages where the OS has them, as the model's weights
-  uint8_t* data_ = nullptr;
-  size_t bytes_ = 0;
-  size_t cursor_ = 0;  // where read_next() goes on
+  size_t cursor_ = 0;     // where read_next() goes on
   bool released_ = false;
 };
 
