@@ -16,6 +16,7 @@ packages=(
   libboost-dev                           # Boost.Beast/Asio (header-only): dq4 serve's HTTP server
   haproxy                                # scripts/serve-cluster.sh: replicas behind a balancer
   prometheus                             # promtool checks /metrics in the tests
+  jq                                     # scripts/bench-serve.sh and bench-vs-llamacpp.sh read JSON
 )
 # The aarch64 cross build (scripts/test-arm.sh) links Debian's arm64 builds of PCRE2 and ICU
 # (multiarch); Boost and nlohmann-json are headers and GoogleTest is built from its sources.

@@ -267,6 +267,20 @@ TEST_F(ServeEndToEnd, HostileAndMalformedRequestsGetOpenAIErrors) {
   EXPECT_FALSE(complete(port(), greedy("The sun was", 6)).empty());
 }
 
+TEST_F(ServeEndToEnd, DetokenizeInvertsTokenize) {
+  const std::string text = "Lily and Ben went to the park. They saw a big dog!";
+  const HttpReply t =
+      post(port(), "/tokenize",
+           json{{"model", "stories"}, {"prompt", text}, {"add_special_tokens", false}}.dump());
+  ASSERT_EQ(t.status, 200) << t.body;
+  const json tokens = json::parse(t.body)["tokens"];
+  ASSERT_GT(tokens.size(), 5u) << t.body;
+  const HttpReply d =
+      post(port(), "/detokenize", json{{"model", "stories"}, {"tokens", tokens}}.dump());
+  ASSERT_EQ(d.status, 200) << d.body;
+  EXPECT_EQ(json::parse(d.body)["prompt"], text) << d.body;
+}
+
 TEST_F(ServeEndToEnd, LiveMetricsPassPromtool) {
   complete(port(), greedy("Mom said", 4));
   test::expect_only_vllm_name_findings(
@@ -351,6 +365,40 @@ TEST_F(ServeEndToEnd, BenchServeMeasuresEveryRequestFromSending) {
       << one.dump();
 }
 
+// Poisson arrivals of prompts from a file: 8 arrivals at 10 requests/s take about 0.8 s (the
+// seed fixes them: well over 0.3 s), each request served on arrival in a few milliseconds; the
+// prompts cycle through the file's lines, so the input tokens are theirs.
+TEST_F(ServeEndToEnd, BenchServeSendsFilePromptsAtARequestRate) {
+  const std::vector<std::string> lines = {"Once upon a time", "The little dog", "Mom said"};
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("dq4_bench_prompts_" + std::to_string(getpid()) + ".txt"))
+                               .string();
+  {
+    std::ofstream out(file);
+    for (const std::string& line : lines) out << line << "\n";
+  }
+  int64_t file_tokens = 0;
+  for (const std::string& line : lines) {
+    const HttpReply t = post(port(), "/tokenize", json{{"prompt", line}}.dump());
+    ASSERT_EQ(t.status, 200) << t.body;
+    file_tokens += json::parse(t.body)["count"].get<int64_t>();
+  }
+  const CliResult r = run_dq4("bench serve --url http://127.0.0.1:" + std::to_string(port()) +
+                              " --api-key " + kKey + " --prompts " + file +
+                              " --request-rate 10 --num-prompts 6 --output-len 4 --json");
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json levels = json::parse(r.out);
+  ASSERT_EQ(levels.size(), 1u) << r.out;
+  const json& level = levels[0];
+  EXPECT_EQ(level["request_rate"], 10.0) << level.dump();
+  EXPECT_EQ(level["completed"], 6) << level.dump();
+  EXPECT_EQ(level["failed"], 0) << level.dump();
+  EXPECT_EQ(level["output_tokens"], 6 * 4) << level.dump();
+  EXPECT_EQ(level["input_tokens"], 2 * file_tokens) << level.dump();
+  EXPECT_GT(level["duration_s"].get<double>(), 0.3) << level.dump();
+}
+
 TEST(ServeLimits, OverloadGets503WithRetryAfterThenServes) {
   ServeProcess server(serve_args({"--max-num-seqs", "1", "--max-waiting-requests", "2"}));
   std::atomic<int> ok{0}, busy{0}, other{0};
@@ -376,7 +424,67 @@ TEST(ServeLimits, OverloadGets503WithRetryAfterThenServes) {
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
-TEST(ServeLimits, SigtermFinishesInFlightStreamsAndExitsZero) {
+// --max-model-len bounds prompt + completion: announced by /v1/models, a request that fits
+// exactly runs to it, one a token longer is refused.
+TEST(ServeLimits, MaxModelLenBoundsEveryRequest) {
+  constexpr int kLen = 48;
+  ServeProcess server(serve_args({"--max-model-len", std::to_string(kLen)}));
+  const json models = json::parse(get(server.port(), "/v1/models").body);
+  EXPECT_EQ(models["data"][0]["max_model_len"], kLen) << models.dump();
+  const std::string prompt = "Once upon a time";
+  const int prompt_tokens =
+      json::parse(post(server.port(), "/tokenize", json{{"prompt", prompt}}.dump()).body)["count"];
+  json fits = greedy(prompt, kLen - prompt_tokens);
+  fits["ignore_eos"] = true;
+  const HttpReply r = post(server.port(), "/v1/completions", fits.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  EXPECT_EQ(j["usage"]["total_tokens"], kLen) << r.body;
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length") << r.body;
+  const HttpReply over =
+      post(server.port(), "/v1/completions", greedy(prompt, kLen - prompt_tokens + 1).dump());
+  EXPECT_EQ(over.status, 400) << over.body;
+  EXPECT_NE(over.body.find("maximum context length is 48"), std::string::npos) << over.body;
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+// 256 streaming requests at once through the real server: every one is running in the engine
+// at the same moment (each has its first event and none can have finished: 150 tokens each),
+// then each completes whole.
+TEST(ServeLimits, HoldsTwoHundredFiftySixStreamsAtOnce) {
+  constexpr int kStreams = 256, kTokens = 150;
+  ServeProcess server(serve_args({"--max-num-seqs", "256", "--kv-cache-memory", "128MiB"}));
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < kStreams; ++i) {
+    json body = greedy(kPrompts[size_t(i) % kPrompts.size()], kTokens);
+    body["ignore_eos"] = true;
+    body["stream"] = true;
+    clients.push_back(std::make_unique<HttpClient>("127.0.0.1", server.port()));
+    clients.back()->send("POST", "/v1/completions", body.dump(), kAuth);
+  }
+  std::vector<std::string> received(kStreams);
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_EQ(clients[size_t(i)]->read_head().status, 200) << i;
+    while (received[size_t(i)].find("\n\n") == std::string::npos) {
+      auto piece = clients[size_t(i)]->read_chunk();
+      ASSERT_TRUE(piece.has_value()) << "stream " << i << " ended before its first event";
+      received[size_t(i)] += *piece;
+    }
+  }
+  EXPECT_EQ(metric(server.port(), "vllm:num_requests_running"), kStreams);
+  for (int i = 0; i < kStreams; ++i) {
+    while (auto piece = clients[size_t(i)]->read_chunk()) received[size_t(i)] += *piece;
+    const std::string& all = received[size_t(i)];
+    EXPECT_NE(all.find("data: [DONE]\n\n"), std::string::npos) << i;
+    EXPECT_NE(all.find("\"finish_reason\":\"length\""), std::string::npos) << i;
+  }
+  EXPECT_TRUE(eventually([&] { return metric(server.port(), "dq4_kv_cache_blocks_used") == 0; }));
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+class ServeShutdown : public ::testing::TestWithParam<int> {};
+
+TEST_P(ServeShutdown, FinishesInFlightStreamsAndExitsZero) {
   ServeProcess server(serve_args());
   std::vector<Streamed> results(4);
   std::atomic<int> started{0};
@@ -396,7 +504,7 @@ TEST(ServeLimits, SigtermFinishesInFlightStreamsAndExitsZero) {
       results[i].text = all;
     });
   ASSERT_TRUE(eventually([&] { return started == 4; }));
-  EXPECT_EQ(server.terminate(60), 0) << server.log();
+  EXPECT_EQ(server.terminate(60, GetParam()), 0) << server.log();
   for (std::thread& t : threads) t.join();
   for (const Streamed& s : results) {
     EXPECT_EQ(s.status, 200);
@@ -404,6 +512,11 @@ TEST(ServeLimits, SigtermFinishesInFlightStreamsAndExitsZero) {
     EXPECT_NE(s.text.find("\"finish_reason\":\"length\""), std::string::npos);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Signals, ServeShutdown, ::testing::Values(SIGTERM, SIGINT),
+                         [](const ::testing::TestParamInfo<int>& p) {
+                           return std::string(p.param == SIGTERM ? "Sigterm" : "Sigint");
+                         });
 
 }  // namespace
 }  // namespace dq4::test
@@ -451,6 +564,31 @@ TEST(ServeCluster, TwoReplicasBehindHaproxySurviveLosingOne) {
   const bool ready = eventually([&] { return std::filesystem::exists(dir + "/ready"); }) ||
                      eventually([&] { return std::filesystem::exists(dir + "/ready"); });
   ASSERT_TRUE(ready) << "the cluster did not come up; see " << dir;
+
+  // Streams pass through the balancer unbuffered: a long stream's first event arrives long
+  // before its end (a buffering proxy hands the whole response over at once).
+  {
+    json b = greedy("Once upon a time", 300);
+    b["ignore_eos"] = true;
+    b["stream"] = true;
+    HttpClient client("127.0.0.1", port);
+    const auto sent = std::chrono::steady_clock::now();
+    const auto since_sent = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+    };
+    client.send("POST", "/v1/completions", b.dump(), kAuth);
+    ASSERT_EQ(client.read_head().status, 200);
+    std::string all;
+    double first_event = -1;
+    while (auto piece = client.read_chunk()) {
+      all += *piece;
+      if (first_event < 0 && all.find("\n\n") != std::string::npos) first_event = since_sent();
+    }
+    const double whole = since_sent();
+    EXPECT_NE(all.find("data: [DONE]\n\n"), std::string::npos) << all.substr(0, 200);
+    EXPECT_GE(first_event, 0);
+    EXPECT_LT(first_event, 0.5 * whole) << "first event after " << first_event << " s of " << whole;
+  }
 
   const json body = greedy("Once upon a time", 200);
   std::vector<std::thread> streams;

@@ -60,9 +60,9 @@ ServeProcess::~ServeProcess() {
   std::filesystem::remove(log_path_);
 }
 
-int ServeProcess::terminate(double seconds) {
+int ServeProcess::terminate(double seconds, int signal) {
   if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
+  kill(pid_, signal);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;

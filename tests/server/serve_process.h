@@ -1,7 +1,8 @@
 #pragma once
 // A live `dq4 serve` for the end-to-end tests: started on a free loopback port (--port 0; the
-// port is read from its start-up line), stopped with SIGTERM and its exit status checked.
+// port is read from its start-up line), stopped with SIGTERM or SIGINT and its exit status checked.
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
@@ -20,8 +21,9 @@ class ServeProcess {
 
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // SIGTERM, then waits at most `seconds`; the exit status (-1: killed by a signal / timeout).
-  int terminate(double seconds = 30);
+  // Sends `signal` (SIGTERM or SIGINT: both shut down gracefully), then waits at most `seconds`;
+  // the exit status (-1: killed by a signal / timeout).
+  int terminate(double seconds = 30, int signal = SIGTERM);
   std::string log() const;  // everything it wrote to stderr so far
 
  private:
