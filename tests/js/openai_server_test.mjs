@@ -130,6 +130,17 @@ await check('chat', async () => {
     assert.ok(Math.abs(t.top_logprobs[0].logprob - t.logprob) < 1e-4);
     assert.deepEqual(t.bytes, [...Buffer.from(t.token, 'utf8')]);
   }
+  const capped = await client.chat.completions.create({ model, messages, max_completion_tokens: 7, temperature: 0 });
+  assert.ok(r.usage.completion_tokens > 7, 'the uncapped reply is longer than the cap');
+  assert.equal(capped.usage.completion_tokens, 7);
+  assert.equal(capped.choices[0].finish_reason, 'length');
+  assert.ok(r.choices[0].message.content.startsWith(capped.choices[0].message.content));
+  const sampled = { model, messages, max_tokens: 12, temperature: 1, seed: 11, n: 2 };
+  const a = await client.chat.completions.create(sampled);
+  const b = await client.chat.completions.create(sampled);
+  assert.equal(a.choices.length, 2);
+  assert.deepEqual(a.choices.map((c) => c.message.content), b.choices.map((c) => c.message.content));
+  assert.equal(a.usage.completion_tokens, b.usage.completion_tokens);
   const parts = await client.chat.completions.create({
     ...chat, messages: [messages[0], { role: 'user', content: [{ type: 'text', text: 'Tell me about' }, { type: 'text', text: 'a cat.' }] }],
   });
