@@ -53,6 +53,11 @@ targets+=(http_request_fuzz)
 seeds_http_request_fuzz=("$root"/fuzz/seeds/http_request_fuzz/*)
 dict_http_request_fuzz="$root/fuzz/http_request.dict"
 max_len_http_request_fuzz=8192
+# libFuzzer checks for leaks after every input whose mallocs and frees differ, which with a live
+# server's threads is nearly every input: each check scanned the whole heap (model, tokenizer,
+# server), 80 % of the run (116 -> 552 inputs/s without it). ASan still reports any leak when
+# the target exits.
+options_http_request_fuzz=(-detect_leaks=0)
 
 options=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then options+=(-G Ninja); fi
@@ -83,6 +88,8 @@ for target in "${targets[@]}"; do
   if [[ -n "${!dict_var:-}" ]]; then target_options=(-dict="${!dict_var}"); fi
   max_len_var="max_len_$target"
   if [[ -n "${!max_len_var:-}" ]]; then target_options+=(-max_len="${!max_len_var}"); fi
+  extra_var="options_$target[@]"
+  target_options+=("${!extra_var}")
   echo "== fuzz: $target, $seconds s"
   log="$build/$target.log"
   (cd "$build" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
