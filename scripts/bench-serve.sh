@@ -5,7 +5,7 @@
 # greedy, ignore_eos); then the single stream and `dq4 bench model`'s decode on the same
 # directory and threads, alternating. Prints the table and the three targets' ratios.
 #
-# Environment: CONCURRENCY (default 1,4,16), INPUT_LEN (256), OUTPUT_LEN (128), PROMPTS_PER_LEVEL
+# Environment: CONCURRENCY (default 1,4,16,64, the sweep of `dq4 bench serve`), INPUT_LEN (256), OUTPUT_LEN (128), PROMPTS_PER_LEVEL
 # (requests per level: default the concurrency, at least 4), SINGLE_ROUNDS (rounds of the
 # single-stream comparison; default 3), THREADS (engine threads; default all CPUs), PORT (8123),
 # DQ4_BIN (default build/dq4), BENCH_DIR (scratch, ~4 GB, kept; default a new directory under
@@ -13,7 +13,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dq4="${DQ4_BIN:-$root/build/dq4}"
-levels="${CONCURRENCY:-1,4,16}"
+levels="${CONCURRENCY:-1,4,16,64}"
 input_len="${INPUT_LEN:-256}"
 output_len="${OUTPUT_LEN:-128}"
 threads="${THREADS:-$(nproc)}"
