@@ -102,9 +102,11 @@ struct Rig {
   void run() {
     while (engine.has_unfinished()) ASSERT_TRUE(engine.step());
   }
+  // Declared first so that it outlives the engine, whose destructor aborts what is unfinished
+  // and reports it through the callbacks.
+  Outputs outputs;
   FakeModel* model;  // owned by the engine
   Engine engine;
-  Outputs outputs;
 };
 
 EngineOptions small_options() {
