@@ -424,6 +424,20 @@ TEST(ServeLimits, OverloadGets503WithRetryAfterThenServes) {
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
+// Without --host and --port the server listens on 127.0.0.1:8000, or, where something else
+// holds that port, says it cannot.
+TEST(ServeLimits, ListensOnLoopbackPort8000ByDefault) {
+  try {
+    ServeProcess server(serve_args(), /*any_port=*/false);
+    EXPECT_EQ(server.port(), 8000);
+    EXPECT_EQ(get(server.port(), "/health", "").status, 200);
+    EXPECT_EQ(server.terminate(), 0) << server.log();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot listen on 127.0.0.1:8000"), std::string::npos)
+        << e.what();
+  }
+}
+
 // --max-model-len bounds prompt + completion: announced by /v1/models, a request that fits
 // exactly runs to it, one a token longer is refused.
 TEST(ServeLimits, MaxModelLenBoundsEveryRequest) {

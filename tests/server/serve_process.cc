@@ -15,14 +15,14 @@
 
 namespace dq4::test {
 
-ServeProcess::ServeProcess(const std::vector<std::string>& args) {
+ServeProcess::ServeProcess(const std::vector<std::string>& args, bool any_port) {
   static int counter = 0;
   log_path_ = (std::filesystem::temp_directory_path() /
                ("dq4_serve_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".log"))
                   .string();
   std::vector<std::string> argv_strings = {DQ4_CLI_PATH, "serve"};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  argv_strings.insert(argv_strings.end(), {"--port", "0"});
+  if (any_port) argv_strings.insert(argv_strings.end(), {"--port", "0"});
   std::vector<char*> argv;
   for (std::string& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);

@@ -12,9 +12,10 @@ namespace dq4::test {
 
 class ServeProcess {
  public:
-  // Runs DQ4_CLI_PATH serve `args` --port 0; waits (at most 60 s) until it listens. Throws
-  // std::runtime_error with its log when it exits or never listens.
-  explicit ServeProcess(const std::vector<std::string>& args);
+  // Runs DQ4_CLI_PATH serve `args` --port 0 (`args` alone when not `any_port`); waits (at most
+  // 60 s) until it listens. Throws std::runtime_error with its log when it exits or never
+  // listens.
+  explicit ServeProcess(const std::vector<std::string>& args, bool any_port = true);
   ~ServeProcess();  // SIGKILL if still running
   ServeProcess(const ServeProcess&) = delete;
   ServeProcess& operator=(const ServeProcess&) = delete;
