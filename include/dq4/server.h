@@ -10,6 +10,7 @@
 
 #include "dq4/chat_template.h"
 #include "dq4/engine.h"
+#include "dq4/listener.h"
 #include "dq4/tokenizer.h"
 
 namespace dq4 {
@@ -34,6 +35,9 @@ class Server {
   // tokenizer and the chat template (null: chat requests get 400), outlive the server.
   Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
          const ServerOptions& options);
+  // The same on a socket opened beforehand (options.host and options.port are not used).
+  Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+         const ServerOptions& options, Listener listener);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -458,23 +458,14 @@ void HttpServer::Impl::accept() {
 }
 
 HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
+    : HttpServer(Listener(options.host, options.port), options, std::move(handler)) {}
+
+HttpServer::HttpServer(Listener listener, const HttpServerOptions& options, HttpHandler handler)
     : impl_(std::make_shared<Impl>()) {
   impl_->options = options;
   impl_->handler = std::move(handler);
-  const std::string where = options.host + ":" + std::to_string(options.port);
-  try {
-    const auto address = net::ip::make_address(options.host);
-    const tcp::endpoint endpoint(address, static_cast<unsigned short>(options.port));
-    impl_->acceptor.open(endpoint.protocol());
-    impl_->acceptor.set_option(net::socket_base::reuse_address(true));
-    impl_->acceptor.bind(endpoint);
-    impl_->acceptor.listen(net::socket_base::max_listen_connections);
-    impl_->port = impl_->acceptor.local_endpoint().port();
-  } catch (const boost::system::system_error& e) {
-    throw Error("cannot listen on " + where + ": " + e.code().message());
-  }
-  if (options.port < 0 || options.port > 65535)
-    throw Error("--port " + std::to_string(options.port) + ": expected 0 to 65535");
+  impl_->port = listener.port();
+  impl_->acceptor.assign(listener.ipv6() ? tcp::v6() : tcp::v4(), listener.release());
   impl_->work.emplace(impl_->ioc.get_executor());
   impl_->accept();
   for (int i = 0; i < std::max(1, options.threads); ++i)

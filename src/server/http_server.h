@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "dq4/listener.h"
 #include "http_exchange.h"
 
 namespace dq4::server {
@@ -30,9 +31,12 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
-  // Binds and listens (throws dq4::Error naming host and port when it cannot) and starts the
-  // I/O threads. `handler` runs on an I/O thread for every complete request.
+  // Binds and listens on options.host and options.port (throws dq4::Error naming them when it
+  // cannot) and starts the I/O threads. `handler` runs on an I/O thread for every complete
+  // request.
   HttpServer(const HttpServerOptions& options, HttpHandler handler);
+  // The same on a socket already listening (options.host and options.port are not used).
+  HttpServer(Listener listener, const HttpServerOptions& options, HttpHandler handler);
   ~HttpServer();  // stop()
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -39,6 +39,10 @@ struct Server::Impl {
 
 Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
                const ServerOptions& options)
+    : Server(engine, tokenizer, chat_template, options, Listener(options.host, options.port)) {}
+
+Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+               const ServerOptions& options, Listener listener)
     : impl_(new Impl{engine, options, nullptr, nullptr}) {
   if (options.served_model_name.empty()) throw Error("ServerOptions: served_model_name is empty");
   Impl* impl = impl_.get();
@@ -49,15 +53,14 @@ Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* c
                                     impl->http ? impl->http->active_exchanges() : 0};
       });
   server::HttpServerOptions http;
-  http.host = options.host;
-  http.port = options.port;
   http.max_body_bytes = options.max_body_bytes;
   http.max_queued_bytes = options.max_queued_bytes;
   http.max_connections = options.max_connections;
   http.threads = options.http_threads;
   impl->http = std::make_unique<server::HttpServer>(
-      http, [service = impl->service.get()](server::HttpRequest request,
-                                            std::shared_ptr<server::Exchange> exchange) {
+      std::move(listener), http,
+      [service = impl->service.get()](server::HttpRequest request,
+                                      std::shared_ptr<server::Exchange> exchange) {
         service->handle(std::move(request), std::move(exchange));
       });
 }

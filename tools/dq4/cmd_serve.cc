@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "args.h"
@@ -14,6 +15,7 @@
 #include "dq4/engine.h"
 #include "dq4/error.h"
 #include "dq4/kv_cache.h"
+#include "dq4/listener.h"
 #include "dq4/model.h"
 #include "dq4/server.h"
 #include "dq4/thread_pool.h"
@@ -113,6 +115,8 @@ int run_serve(int argc, char** argv, int first) {
   engine_options.max_model_len = args.integer("max-model-len");
   engine_options.validate();
 
+  // Bound before the model loads: a port already taken fails now, not after the load.
+  Listener listener(server_options.host, server_options.port);
   LoadedModel loaded = load_model(args, /*need_tokenizer=*/true);
   const Tokenizer& tokenizer = *loaded.tokenizer;
   const std::optional<ChatTemplate> chat_template =
@@ -130,7 +134,8 @@ int run_serve(int argc, char** argv, int first) {
           .c_str(),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - engine_start).count());
   engine.start();
-  Server server(engine, tokenizer, chat_template ? &*chat_template : nullptr, server_options);
+  Server server(engine, tokenizer, chat_template ? &*chat_template : nullptr, server_options,
+                std::move(listener));
   std::fprintf(stderr, "dq4 serve: %s as '%s' on http://%s:%d (max model len %lld)\n", dir.c_str(),
                server_options.served_model_name.c_str(), server_options.host.c_str(), server.port(),
                static_cast<long long>(engine.max_model_len()));
