@@ -11,7 +11,8 @@
 
 namespace dq4::test {
 
-inline void expect_error(const std::function<void()>& f, std::initializer_list<std::string> fragments) {
+inline void expect_error(const std::function<void()>& f,
+                         std::initializer_list<std::string> fragments) {
   try {
     f();
     ADD_FAILURE() << "expected an error mentioning '" << *fragments.begin() << "'";

@@ -48,7 +48,8 @@ GenerationResult generate(Session& session, const Tokenizer& tokenizer,
   std::vector<float> row;
   size_t emitted = 0;
   const auto emit = [&](size_t upto) {
-    if (upto > emitted && on_text) on_text(std::string_view(result.text).substr(emitted, upto - emitted));
+    if (upto > emitted && on_text)
+      on_text(std::string_view(result.text).substr(emitted, upto - emitted));
     emitted = std::max(emitted, upto);
   };
   std::chrono::steady_clock::time_point first_token{};

@@ -34,9 +34,8 @@ PerplexityResult perplexity(Model& model, std::span<const int32_t> tokens, int64
     Session session(model, static_cast<int64_t>(input.size()), attention::KvType::f32, 512, pool);
     const std::span<const float> logits = session.feed_all(input);
     for (size_t i = 0; i + 1 < input.size(); ++i) {
-      const double nll = -token_logprob(logits.subspan(i * static_cast<size_t>(vocab),
-                                                       static_cast<size_t>(vocab)),
-                                        input[i + 1]);
+      const double nll = -token_logprob(
+          logits.subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)), input[i + 1]);
       sum += nll;
       sum_sq += nll * nll;
       ++scored;
@@ -48,7 +47,8 @@ PerplexityResult perplexity(Model& model, std::span<const int32_t> tokens, int64
   r.scored_tokens = scored;
   r.mean_nll = sum / static_cast<double>(scored);
   r.perplexity = std::exp(r.mean_nll);
-  const double variance = std::max(0.0, sum_sq / static_cast<double>(scored) - r.mean_nll * r.mean_nll);
+  const double variance =
+      std::max(0.0, sum_sq / static_cast<double>(scored) - r.mean_nll * r.mean_nll);
   r.standard_error = r.perplexity * std::sqrt(variance / static_cast<double>(scored));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

@@ -10,7 +10,9 @@ namespace dq4 {
 
 Session::Session(Model& model, int64_t context, attention::KvType kv_type, int64_t chunk,
                  ThreadPool* pool)
-    : model_(&model), pool_(pool), context_(std::min(context, model.max_context())),
+    : model_(&model),
+      pool_(pool),
+      context_(std::min(context, model.max_context())),
       chunk_(std::max<int64_t>(chunk, 1)) {
   if (context <= 0) throw Error("context: must be positive, got " + std::to_string(context));
   constexpr int64_t kBlock = 16;
@@ -34,8 +36,8 @@ std::span<const float> Session::run(std::span<const int32_t> tokens, bool all_lo
   const int64_t start = static_cast<int64_t>(tokens_.size());
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (start + n > context_)
-    throw Error("the prompt needs " + std::to_string(start + n) + " tokens, more than the context of " +
-                std::to_string(context_) + " (--ctx)");
+    throw Error("the prompt needs " + std::to_string(start + n) +
+                " tokens, more than the context of " + std::to_string(context_) + " (--ctx)");
   const int64_t vocab = model_->vocab_size();
   logits_.resize(static_cast<size_t>((all_logits ? n : 1) * vocab));
   for (int64_t done = 0; done < n; done += chunk_) {
@@ -45,7 +47,7 @@ std::span<const float> Session::run(std::span<const int32_t> tokens, bool all_lo
     seq.start = start + done;
     seq.block_table = block_table_;
     const bool last_chunk = done + len == n;
-    seq.logits = all_logits ? SequenceInput::Logits::all
+    seq.logits = all_logits   ? SequenceInput::Logits::all
                  : last_chunk ? SequenceInput::Logits::last
                               : SequenceInput::Logits::none;
     float* out = logits_.data() + (all_logits ? done * vocab : 0);

@@ -28,8 +28,8 @@ std::vector<float> read_vector(const Checkpoint& checkpoint, const std::string& 
     throw Error("tensor '" + name + "' in " + t.file + ": expected F32, BF16 or F16, got " +
                 std::string(dtype_name(t.dtype)));
   if (t.shape.size() != 1 || t.shape[0] != size)
-    throw Error("tensor '" + name + "' in " + t.file + ": expected shape [" +
-                std::to_string(size) + "] from config.json, got " + t.shape_string());
+    throw Error("tensor '" + name + "' in " + t.file + ": expected shape [" + std::to_string(size) +
+                "] from config.json, got " + t.shape_string());
   std::vector<float> v(static_cast<size_t>(size));
   widen_row(t.data, t.dtype, size, v.data());
   return v;
