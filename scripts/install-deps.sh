@@ -13,6 +13,7 @@ packages=(
   libicu-dev                             # tokenizer Unicode normalization (NFC, NFKC, ...)
   g++-aarch64-linux-gnu qemu-user        # Arm cross build, run under qemu-aarch64
   clang libclang-rt-dev                  # libFuzzer targets (scripts/fuzz.sh)
+  clang-format                           # scripts/test.sh checks the tree's formatting
   libboost-dev                           # Boost.Beast/Asio (header-only): dq4 serve's HTTP server
   haproxy                                # scripts/serve-cluster.sh: replicas behind a balancer
   prometheus                             # promtool checks /metrics in the tests

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds and runs every test: x86-64 (Release), x86-64 under ASan+UBSan, the whole library
-# cross-compiled for aarch64 with the model and kernel tests under qemu-aarch64 (-cpu max,
-# cortex-a76 and cortex-a72), and a bounded libFuzzer run (clang) of every fuzz target.
+# Checks the formatting, then builds and runs every test: x86-64 (Release), x86-64 under
+# ASan+UBSan, the whole library cross-compiled for aarch64 with the model and kernel tests under
+# qemu-aarch64 (-cpu max, cortex-a76 and cortex-a72), and a bounded libFuzzer run (clang) of
+# every fuzz target.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -16,6 +17,9 @@ if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cc
 
 # Each stage's start is stamped with the minutes since this script began (CI allows 90 in all).
 stage() { echo "== [$((SECONDS / 60)) min] $*"; }
+
+stage "formatting: clang-format (.clang-format) of every tracked C++ file"
+git ls-files -z '*.cc' '*.h' | xargs -0 clang-format --dry-run --Werror
 
 stage "x86-64 release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${unity[@]}" "${launcher[@]}" >/dev/null
