@@ -26,6 +26,7 @@
 
 #include "../cli_runner.h"
 #include "../fixtures.h"
+#include "dq4/listener.h"
 #include "http_client.h"
 #include "promtool.h"
 #include "serve_process.h"
@@ -441,18 +442,9 @@ TEST(ServeLimits, ListensOnLoopbackPort8000ByDefault) {
 // The port is bound before the model loads: with the port taken, `dq4 serve` on a directory that
 // does not exist fails on the port (a load first would have failed on the directory).
 TEST(ServeLimits, ATakenPortFailsBeforeTheModelLoads) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), length), 0);
-  ASSERT_EQ(::listen(fd, 1), 0);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  const std::string port = std::to_string(ntohs(address.sin_port));
+  const Listener taken("127.0.0.1", 0);
+  const std::string port = std::to_string(taken.port());
   const CliResult r = run_dq4("serve /nonexistent/dq4-model --port " + port);
-  ::close(fd);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("dq4-model"), std::string::npos) << r.err;
