@@ -11,7 +11,7 @@
 #include <chrono>
 #include <thread>
 
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace {
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "bench/test_weights.h"
-#include "dq4/thread_pool.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "dq4/chat_template.h"
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
+#include "dq4/tokenizer/chat_template.h"
 
 namespace {
 

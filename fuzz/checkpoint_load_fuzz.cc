@@ -17,13 +17,13 @@
 #include <string_view>
 #include <vector>
 
-#include "dq4/architecture.h"
-#include "dq4/checkpoint.h"
-#include "dq4/error.h"
-#include "dq4/linear.h"
-#include "dq4/model_config.h"
-#include "dq4/quant_config.h"
-#include "dq4/thread_pool.h"
+#include "dq4/io/checkpoint.h"
+#include "dq4/io/model_config.h"
+#include "dq4/io/quant_config.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/layers/linear.h"
+#include "dq4/model/architecture.h"
 
 namespace {
 

@@ -26,11 +26,11 @@
 #include <string_view>
 #include <thread>
 
-#include "dq4/chat_template.h"
-#include "dq4/engine.h"
-#include "dq4/model.h"
-#include "dq4/server.h"
-#include "dq4/tokenizer.h"
+#include "dq4/engine/engine.h"
+#include "dq4/model/model.h"
+#include "dq4/server/server.h"
+#include "dq4/tokenizer/chat_template.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <string_view>
 
-#include "dq4/architecture.h"
-#include "dq4/error.h"
-#include "dq4/model_config.h"
-#include "dq4/quant_config.h"
+#include "dq4/io/model_config.h"
+#include "dq4/io/quant_config.h"
+#include "dq4/kernels/error.h"
+#include "dq4/model/architecture.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <span>
 
-#include "dq4/error.h"
-#include "dq4/safetensors.h"
+#include "dq4/io/safetensors.h"
+#include "dq4/kernels/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "dq4/error.h"
-#include "dq4/stream_decoder.h"
-#include "dq4/tokenizer.h"
+#include "dq4/kernels/error.h"
+#include "dq4/tokenizer/stream_decoder.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -21,6 +21,9 @@ stage() { echo "== [$((SECONDS / 60)) min] $*"; }
 stage "formatting: clang-format (.clang-format) of every tracked C++ file"
 git ls-files -z '*.cc' '*.h' | xargs -0 clang-format --dry-run --Werror
 
+stage "layering: no header included across layers (scripts/check-includes.sh)"
+"$root/scripts/check-includes.sh"
+
 stage "x86-64 release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${unity[@]}" "${launcher[@]}" >/dev/null
 cmake --build build -j "$jobs"

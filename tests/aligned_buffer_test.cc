@@ -1,7 +1,7 @@
 // AlignedBuffer: zeroed, aligned, and copied/moved correctly on both of its paths (heap below
 // 2 MiB, a huge-page-aligned anonymous mapping from 2 MiB up).
 
-#include "dq4/aligned_buffer.h"
+#include "dq4/kernels/aligned_buffer.h"
 
 #include <gtest/gtest.h>
 

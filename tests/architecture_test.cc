@@ -1,7 +1,7 @@
 // Architectures from config.json: names, fusion groups, biases, q/k norms, windows, rope, and
 // what is refused.
 
-#include "dq4/architecture.h"
+#include "dq4/model/architecture.h"
 
 #include <gtest/gtest.h>
 

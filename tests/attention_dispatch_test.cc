@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "dq4/attention.h"
-#include "dq4/dense.h"
+#include "dq4/kernels/attention.h"
+#include "dq4/kernels/dense.h"
 #include "expect_error.h"
 
 namespace dq4::test {

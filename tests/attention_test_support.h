@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "dq4/attention.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/attention.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace dq4::test {
 

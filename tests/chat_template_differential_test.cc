@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "chat_template_samples.h"
-#include "dq4/chat_template.h"
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
+#include "dq4/tokenizer/chat_template.h"
 #include "fixtures.h"
 
 namespace dq4::test {

@@ -2,7 +2,7 @@
 // the real templates of the fixtures and well-known models against Python Jinja2's output (what
 // transformers renders), model-directory loading, and hostile or malformed templates.
 
-#include "dq4/chat_template.h"
+#include "dq4/tokenizer/chat_template.h"
 
 #include <gtest/gtest.h>
 

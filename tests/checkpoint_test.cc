@@ -1,7 +1,7 @@
 // Checkpoint::open_dir: single-file and sharded directories, and the errors that name the index,
 // shard or tensor at fault.
 
-#include "dq4/checkpoint.h"
+#include "dq4/io/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "expect_error.h"
 #include "fixtures.h"
 #include "safetensors_writer.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "stories_fixture.h"
 
 namespace dq4::engine {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "dq4/dense.h"
-#include "dq4/error.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/error.h"
 #include "expect_error.h"
 
 namespace dq4::test {

@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "dq4/dense.h"
-#include "dq4/error.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/w4a8.h"
 #include "expect_error.h"
 
 namespace dq4::test {

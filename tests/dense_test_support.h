@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "dq4/dense.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace dq4::test {
 

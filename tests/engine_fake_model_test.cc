@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "dq4/engine.h"
+#include "dq4/engine/engine.h"
 #include "expect_error.h"
 #include "fake_model.h"
 #include "stories_fixture.h"

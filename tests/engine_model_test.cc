@@ -8,9 +8,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "dq4/engine.h"
-#include "dq4/model.h"
-#include "dq4/thread_pool.h"
+#include "dq4/engine/engine.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/model/model.h"
 #include "stories_fixture.h"
 
 namespace dq4 {

@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::test {
 

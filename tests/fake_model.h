@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "dq4/engine.h"
+#include "dq4/engine/engine.h"
 
 namespace dq4::test {
 

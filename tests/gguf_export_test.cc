@@ -2,7 +2,7 @@
 // llama.cpp's metadata and names, and exactly the checkpoint's values: Q4_0 blocks dequantize to
 // the compressed-tensors int4 values times their scales, with llama's q/k rows permuted.
 
-#include "dq4/gguf_export.h"
+#include "dq4/convert/gguf_export.h"
 
 #include <gtest/gtest.h>
 
@@ -10,15 +10,15 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "dq4/architecture.h"
-#include "dq4/checkpoint.h"
-#include "dq4/gguf_writer.h"
-#include "dq4/half.h"
-#include "dq4/int4_codec.h"
-#include "dq4/model_config.h"
-#include "dq4/quantize.h"
-#include "dq4/synth.h"
-#include "dq4/tokenizer.h"
+#include "dq4/convert/quantize.h"
+#include "dq4/convert/synth.h"
+#include "dq4/io/checkpoint.h"
+#include "dq4/io/gguf_writer.h"
+#include "dq4/io/model_config.h"
+#include "dq4/kernels/half.h"
+#include "dq4/kernels/int4_codec.h"
+#include "dq4/model/architecture.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "expect_error.h"
 #include "fixtures.h"
 #include "gguf_reader.h"

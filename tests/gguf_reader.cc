@@ -5,7 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "dq4/half.h"
+#include "dq4/kernels/half.h"
 
 namespace dq4::test {
 namespace {

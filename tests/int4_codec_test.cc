@@ -1,11 +1,11 @@
-#include "dq4/int4_codec.h"
+#include "dq4/kernels/int4_codec.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 namespace {

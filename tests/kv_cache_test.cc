@@ -1,13 +1,13 @@
 // The KV cache's storage: layout and prefaulting.
 
-#include "dq4/kv_cache.h"
+#include "dq4/model/kv_cache.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <fstream>
 
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace dq4 {
 namespace {

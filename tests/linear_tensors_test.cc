@@ -2,7 +2,7 @@
 // scales and dequantized samples equal its reference), and every mismatch between the config and
 // the tensors actually present named in the error.
 
-#include "dq4/linear_tensors.h"
+#include "dq4/io/linear_tensors.h"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "dq4/architecture.h"
-#include "dq4/int4_codec.h"
-#include "dq4/model_config.h"
+#include "dq4/io/model_config.h"
+#include "dq4/kernels/int4_codec.h"
+#include "dq4/model/architecture.h"
 #include "expect_error.h"
 #include "fixtures.h"
 #include "safetensors_writer.h"

@@ -2,7 +2,7 @@
 // input, the explicit W4A16-on-W4A8 option and quantization of dense layers at load. A fused
 // layer's outputs must equal, bit for bit, those of its modules run one by one.
 
-#include "dq4/linear.h"
+#include "dq4/layers/linear.h"
 
 #include <gtest/gtest.h>
 
@@ -14,12 +14,12 @@
 #include <random>
 #include <vector>
 
-#include "dq4/architecture.h"
-#include "dq4/dense.h"
-#include "dq4/linear_tensors.h"
-#include "dq4/rtn.h"
-#include "dq4/w4a16.h"
-#include "dq4/w4a8.h"
+#include "dq4/io/linear_tensors.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/w4a16.h"
+#include "dq4/kernels/w4a8.h"
+#include "dq4/model/architecture.h"
+#include "dq4/quant/rtn.h"
 #include "expect_error.h"
 #include "fixtures.h"
 #include "safetensors_writer.h"

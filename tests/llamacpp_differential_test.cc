@@ -16,10 +16,10 @@
 #include <numeric>
 #include <sstream>
 
-#include "dq4/gguf_export.h"
-#include "dq4/kv_cache.h"
-#include "dq4/model.h"
-#include "dq4/synth.h"
+#include "dq4/convert/gguf_export.h"
+#include "dq4/convert/synth.h"
+#include "dq4/model/kv_cache.h"
+#include "dq4/model/model.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

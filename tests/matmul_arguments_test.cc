@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "dq4/dense.h"
-#include "dq4/error.h"
-#include "dq4/w4a16.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/w4a16.h"
+#include "dq4/kernels/w4a8.h"
 #include "expect_error.h"
 #include "runnable_kernels.h"
 #include "small_int4_weights.h"

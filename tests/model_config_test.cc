@@ -1,6 +1,6 @@
 // config.json -> ModelConfig: fields as the file says them.
 
-#include "dq4/model_config.h"
+#include "dq4/io/model_config.h"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "dq4/model.h"
-#include "dq4/session.h"
+#include "dq4/engine/session.h"
+#include "dq4/model/model.h"
 #include "expect_error.h"
 #include "fixtures.h"
 #include "safetensors_writer.h"

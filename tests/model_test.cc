@@ -1,7 +1,7 @@
 // The model end to end on the stories260K fixtures: greedy ids and logits against the references,
 // and the batched forward against one sequence at a time, bit for bit.
 
-#include "dq4/model.h"
+#include "dq4/model/model.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "dq4/session.h"
-#include "dq4/thread_pool.h"
+#include "dq4/engine/session.h"
+#include "dq4/kernels/thread_pool.h"
 #include "fixtures.h"
 
 namespace dq4 {

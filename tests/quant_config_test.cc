@@ -1,7 +1,7 @@
 // compressed-tensors quantization_config -> per-module scheme: the doc's example configs, presets,
 // targets/ignore matching and precedence, and every refusal naming the module and the field.
 
-#include "dq4/quant_config.h"
+#include "dq4/io/quant_config.h"
 
 #include <gtest/gtest.h>
 

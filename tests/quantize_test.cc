@@ -2,7 +2,7 @@
 // trips through the checkpoint readers (int-quantized and pack-quantized, channelwise and
 // groupwise with a partial last group, F32 / BF16 / F16), atomic output, sharded input and output.
 
-#include "dq4/quantize.h"
+#include "dq4/convert/quantize.h"
 
 #include <gtest/gtest.h>
 
@@ -16,15 +16,15 @@
 #include <set>
 #include <sstream>
 
-#include "dq4/architecture.h"
-#include "dq4/checkpoint.h"
-#include "dq4/int4_codec.h"
-#include "dq4/linear_tensors.h"
-#include "dq4/model_config.h"
-#include "dq4/quant_config.h"
-#include "dq4/rtn.h"
-#include "dq4/safetensors_writer.h"
-#include "dq4/synth.h"
+#include "dq4/convert/synth.h"
+#include "dq4/io/checkpoint.h"
+#include "dq4/io/linear_tensors.h"
+#include "dq4/io/model_config.h"
+#include "dq4/io/quant_config.h"
+#include "dq4/io/safetensors_writer.h"
+#include "dq4/kernels/int4_codec.h"
+#include "dq4/model/architecture.h"
+#include "dq4/quant/rtn.h"
 #include "expect_error.h"
 #include "fixtures.h"
 #include "safetensors_writer.h"

@@ -2,7 +2,7 @@
 // compressed-tensors arithmetic step by step: scale = absmax / 7.5 and w / scale rounded to the
 // weight's dtype, then round half to even and clamp to [-8, 7]).
 
-#include "dq4/rtn.h"
+#include "dq4/quant/rtn.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "dq4/half.h"
+#include "dq4/kernels/half.h"
 #include "expect_error.h"
 
 namespace dq4::test {

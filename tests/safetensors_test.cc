@@ -1,7 +1,7 @@
 // SafetensorsFile: the shared fixtures load with the names, dtypes, shapes and values their
 // READMEs document; every malformed file gives a dq4::Error naming the file and the tensor/field.
 
-#include "dq4/safetensors.h"
+#include "dq4/io/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "expect_error.h"
 #include "fixtures.h"
 #include "safetensors_writer.h"

@@ -1,6 +1,6 @@
 // Sampling: greedy, seeds, truncation (top-k, top-p, min-p), penalties, log-probabilities.
 
-#include "dq4/sampler.h"
+#include "dq4/engine/sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "dq4/ops.h"
+#include "dq4/layers/ops.h"
 
 namespace dq4 {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "dq4/w4a8.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace dq4::test {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "dq4/synth.h"
+#include "dq4/convert/synth.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "fixtures.h"
 
 namespace dq4::test {

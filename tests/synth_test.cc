@@ -1,6 +1,6 @@
 // The streaming writers (safetensors files, sharded checkpoints) and synthetic models.
 
-#include "dq4/synth.h"
+#include "dq4/convert/synth.h"
 
 #include <gtest/gtest.h>
 
@@ -12,14 +12,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "dq4/architecture.h"
-#include "dq4/chat_template.h"
-#include "dq4/checkpoint.h"
-#include "dq4/checkpoint_writer.h"
-#include "dq4/model_config.h"
-#include "dq4/safetensors.h"
-#include "dq4/safetensors_writer.h"
-#include "dq4/tokenizer.h"
+#include "dq4/io/checkpoint.h"
+#include "dq4/io/checkpoint_writer.h"
+#include "dq4/io/model_config.h"
+#include "dq4/io/safetensors.h"
+#include "dq4/io/safetensors_writer.h"
+#include "dq4/model/architecture.h"
+#include "dq4/tokenizer/chat_template.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "expect_error.h"
 #include "safetensors_writer.h"
 

@@ -1,4 +1,4 @@
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/thread_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 namespace {

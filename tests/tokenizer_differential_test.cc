@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "dq4/stream_decoder.h"
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/stream_decoder.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "tokenizer_test_support.h"
 #include "tokenizer_text_generator.h"
 

@@ -1,7 +1,7 @@
 // The tokenizer against the reference tokenizations shipped with the fixtures (Hugging Face
 // tokenizers 0.23.2 on the same tokenizer.json), plus tokenizer_config.json, errors and UTF-8.
 
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "dq4/error.h"
-#include "dq4/stream_decoder.h"
+#include "dq4/kernels/error.h"
+#include "dq4/tokenizer/stream_decoder.h"
 #include "expect_error.h"
 #include "tokenizer_test_support.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::test {
 

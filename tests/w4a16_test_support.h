@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "dq4/thread_pool.h"
-#include "dq4/w4a16.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/kernels/w4a16.h"
 #include "w4a8_test_support.h"
 
 namespace dq4::test {

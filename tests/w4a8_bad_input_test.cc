@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "dq4/error.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/w4a8.h"
 #include "expect_error.h"
 #include "small_int4_weights.h"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "dq4/int4_codec.h"
+#include "dq4/kernels/int4_codec.h"
 #include "w4a8_test_support.h"
 
 namespace dq4::test {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <random>
 
-#include "dq4/int4_codec.h"
+#include "dq4/kernels/int4_codec.h"
 #include "runnable_kernels.h"
 
 namespace dq4::test {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "dq4/thread_pool.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace dq4::test {
 

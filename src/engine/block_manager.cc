@@ -4,7 +4,7 @@
 #include <cassert>
 #include <string>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::engine {
 

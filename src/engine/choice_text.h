@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "dq4/stream_decoder.h"
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/stream_decoder.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::engine {
 

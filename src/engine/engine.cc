@@ -1,4 +1,4 @@
-#include "dq4/engine.h"
+#include "dq4/engine/engine.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +11,7 @@
 
 #include "block_manager.h"
 #include "choice_text.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/thread_pool.h"
 #include "histogram.h"
 #include "scheduler.h"
 #include "sequence.h"

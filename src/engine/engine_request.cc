@@ -1,7 +1,7 @@
 // Checks of the options and requests the engine takes.
 #include <string>
 
-#include "dq4/engine.h"
+#include "dq4/engine/engine.h"
 
 namespace dq4 {
 

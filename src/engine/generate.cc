@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "dq4/session.h"
-#include "dq4/stream_decoder.h"
+#include "dq4/engine/session.h"
+#include "dq4/tokenizer/stream_decoder.h"
 
 namespace dq4 {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "dq4/engine.h"
+#include "dq4/engine/engine.h"
 
 namespace dq4::engine {
 

@@ -1,5 +1,5 @@
 // The engine over dq4::Model (its own file: tests with a fake model need not link the model).
-#include "dq4/engine.h"
+#include "dq4/engine/engine.h"
 
 namespace dq4 {
 

@@ -1,13 +1,13 @@
 // Perplexity over non-overlapping windows.
 
-#include "dq4/perplexity.h"
+#include "dq4/engine/perplexity.h"
 
 #include <chrono>
 #include <cmath>
 
-#include "dq4/error.h"
-#include "dq4/sampler.h"
-#include "dq4/session.h"
+#include "dq4/engine/sampler.h"
+#include "dq4/engine/session.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 

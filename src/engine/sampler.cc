@@ -1,6 +1,6 @@
 // Sampler: penalties, temperature, top-k / top-p / min-p truncation and a seeded draw.
 
-#include "dq4/sampler.h"
+#include "dq4/engine/sampler.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 #include <random>
 #include <unordered_map>
 
-#include "dq4/error.h"
-#include "dq4/ops.h"
+#include "dq4/kernels/error.h"
+#include "dq4/layers/ops.h"
 
 namespace dq4 {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "block_manager.h"
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::engine {
 

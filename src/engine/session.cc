@@ -1,10 +1,10 @@
 // Session: one sequence over a KV cache of its own, its blocks laid out in order.
 
-#include "dq4/session.h"
+#include "dq4/engine/session.h"
 
 #include <algorithm>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 

@@ -1,15 +1,15 @@
 // Opening a checkpoint directory, single-file or sharded through model.safetensors.index.json.
 
-#include "dq4/checkpoint.h"
+#include "dq4/io/checkpoint.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "dq4/error.h"
+#include "dq4/io/text_file.h"
+#include "dq4/kernels/error.h"
 #include "strict_json.h"
-#include "text_file.h"
 
 namespace dq4 {
 namespace {

@@ -1,13 +1,13 @@
 // Sharded checkpoint writing, with the file names and index transformers' save_pretrained uses.
 
-#include "dq4/checkpoint_writer.h"
+#include "dq4/io/checkpoint_writer.h"
 
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 

@@ -1,12 +1,12 @@
 // GGUF v3: "GGUF", version, tensor count, key-value count, the key-values, the tensor infos,
 // padding to the alignment, then the tensors' data (each at an aligned offset). Little-endian.
 
-#include "dq4/gguf_writer.h"
+#include "dq4/io/gguf_writer.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 namespace {

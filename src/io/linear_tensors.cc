@@ -1,10 +1,10 @@
 // Finding one linear module's tensors and checking them against its scheme.
 
-#include "dq4/linear_tensors.h"
+#include "dq4/io/linear_tensors.h"
 
 #include <algorithm>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 namespace {

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::io {
 

@@ -1,9 +1,9 @@
-#include "match_regex.h"
+#include "dq4/io/match_regex.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::io {
 

@@ -1,15 +1,15 @@
 // config.json -> ModelConfig for the Llama family, and the linear modules such a model has.
 
-#include "dq4/model_config.h"
+#include "dq4/io/model_config.h"
 
 #include <climits>
 #include <filesystem>
 #include <string_view>
 
-#include "dq4/error.h"
+#include "dq4/io/text_file.h"
+#include "dq4/kernels/error.h"
 #include "json_fields.h"
 #include "strict_json.h"
-#include "text_file.h"
 
 namespace dq4 {
 namespace {

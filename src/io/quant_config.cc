@@ -1,16 +1,16 @@
 // compressed-tensors quantization_config -> one LinearScheme per linear module.
 
-#include "dq4/quant_config.h"
+#include "dq4/io/quant_config.h"
 
 #include <algorithm>
 #include <array>
 #include <optional>
 
-#include "dq4/error.h"
+#include "dq4/io/match_regex.h"
+#include "dq4/io/text_file.h"
+#include "dq4/kernels/error.h"
 #include "json_fields.h"
-#include "match_regex.h"
 #include "strict_json.h"
-#include "text_file.h"
 
 namespace dq4 {
 namespace {

@@ -2,13 +2,13 @@
 // (huggingface/safetensors): bounded header length, JSON object of tensor entries plus an
 // optional "__metadata__" string map, and tensor byte ranges that tile the data region exactly.
 
-#include "dq4/safetensors.h"
+#include "dq4/io/safetensors.h"
 
 #include <algorithm>
 #include <limits>
 #include <tuple>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "mapped_file.h"
 #include "strict_json.h"
 

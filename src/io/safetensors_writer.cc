@@ -1,6 +1,6 @@
 // Streaming safetensors writer: header first, then the data through a large buffer.
 
-#include "dq4/safetensors_writer.h"
+#include "dq4/io/safetensors_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 namespace {

@@ -3,7 +3,7 @@
 #include <set>
 #include <vector>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::io {
 namespace {

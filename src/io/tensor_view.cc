@@ -1,12 +1,12 @@
 // The safetensors dtype table and the checks behind TensorView::as<T>().
 
-#include "dq4/tensor_view.h"
+#include "dq4/io/tensor_view.h"
 
 #include <array>
 #include <cstdint>
 #include <string>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 namespace {

@@ -1,11 +1,11 @@
-#include "text_file.h"
+#include "dq4/io/text_file.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::io {
 

@@ -1,4 +1,4 @@
-#include "dq4/cpu_features.h"
+#include "dq4/kernels/cpu_features.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "dq4/aligned_buffer.h"
+#include "dq4/kernels/aligned_buffer.h"
 
 namespace dq4::kernels {
 namespace {

@@ -26,10 +26,10 @@
 #include <string_view>
 #include <vector>
 
-#include "dq4/cpu_features.h"
-#include "dq4/error.h"
-#include "dq4/matmul_args.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/cpu_features.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/matmul_args.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace dq4::kernels {
 

@@ -1,10 +1,10 @@
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/thread_pool.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <string>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -1,6 +1,6 @@
 // Scaled exponentials of a vector (dq4/ops.h): softmax weights over a vocabulary.
 
-#include "dq4/ops.h"
+#include "dq4/layers/ops.h"
 #include "exp_vectorizable.h"
 
 namespace dq4::ops {

@@ -1,14 +1,14 @@
 // Linear: loading modules into parts (fused where kinds match) and running them.
 
-#include "dq4/linear.h"
+#include "dq4/layers/linear.h"
 
 #include <variant>
 
-#include "dq4/dense.h"
-#include "dq4/error.h"
-#include "dq4/linear_tensors.h"
-#include "dq4/w4a16.h"
-#include "dq4/w4a8.h"
+#include "dq4/io/linear_tensors.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/w4a16.h"
+#include "dq4/kernels/w4a8.h"
 #include "linear_sources.h"
 
 namespace dq4 {

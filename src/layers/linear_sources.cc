@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dq4/error.h"
-#include "dq4/half.h"
-#include "dq4/int4_codec.h"
-#include "dq4/rtn.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/half.h"
+#include "dq4/kernels/int4_codec.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/quant/rtn.h"
 
 namespace dq4::layers {
 namespace {

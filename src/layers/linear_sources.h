@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "dq4/aligned_buffer.h"
-#include "dq4/dense.h"
-#include "dq4/linear_tensors.h"
-#include "dq4/w4a8.h"
+#include "dq4/io/linear_tensors.h"
+#include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace dq4::layers {
 

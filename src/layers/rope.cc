@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "dq4/ops.h"
+#include "dq4/layers/ops.h"
 
 namespace dq4::ops {
 

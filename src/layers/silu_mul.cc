@@ -1,6 +1,6 @@
 // SwiGLU's gating (dq4/ops.h).
 
-#include "dq4/ops.h"
+#include "dq4/layers/ops.h"
 #include "exp_vectorizable.h"
 
 namespace dq4::ops {

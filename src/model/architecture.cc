@@ -1,12 +1,12 @@
 // config.json -> Architecture: which Llama-family variant runs, its names and its rope.
 
-#include "dq4/architecture.h"
+#include "dq4/model/architecture.h"
 
 #include <cmath>
 #include <set>
 #include <string_view>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 namespace {

@@ -1,11 +1,11 @@
 // The KV cache's storage: one aligned allocation, per layer a key pool then a value pool.
 
-#include "dq4/kv_cache.h"
+#include "dq4/model/kv_cache.h"
 
 #include <string>
 
-#include "dq4/error.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace dq4 {
 namespace {

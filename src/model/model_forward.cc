@@ -10,10 +10,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "dq4/error.h"
-#include "dq4/half.h"
-#include "dq4/ops.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/half.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/layers/ops.h"
 #include "model_impl.h"
 #include "weights.h"
 

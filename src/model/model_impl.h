@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "dq4/architecture.h"
-#include "dq4/attention.h"
-#include "dq4/checkpoint.h"
-#include "dq4/linear.h"
-#include "dq4/model.h"
+#include "dq4/io/checkpoint.h"
+#include "dq4/kernels/attention.h"
+#include "dq4/layers/linear.h"
+#include "dq4/model/architecture.h"
+#include "dq4/model/model.h"
 
 namespace dq4 {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "dq4/error.h"
-#include "dq4/quant_config.h"
+#include "dq4/io/quant_config.h"
+#include "dq4/kernels/error.h"
 #include "model_impl.h"
 #include "weights.h"
 

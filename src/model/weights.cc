@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "dq4/error.h"
-#include "dq4/half.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/half.h"
 
 namespace dq4::model {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "dq4/checkpoint.h"
+#include "dq4/io/checkpoint.h"
 
 namespace dq4::model {
 

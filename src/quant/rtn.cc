@@ -1,6 +1,6 @@
 // Round-to-nearest int4 quantization, bit for bit as compressed-tensors computes it (see rtn.h).
 
-#include "dq4/rtn.h"
+#include "dq4/quant/rtn.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -8,9 +8,9 @@
 #include <cstring>
 #include <string>
 
-#include "dq4/error.h"
-#include "dq4/half.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/half.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace dq4 {
 namespace {

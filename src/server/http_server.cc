@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "api_error.h"
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::server {
 namespace {

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "dq4/listener.h"
+#include "dq4/server/listener.h"
 #include "http_exchange.h"
 
 namespace dq4::server {

@@ -1,4 +1,4 @@
-#include "dq4/listener.h"
+#include "dq4/server/listener.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <boost/asio.hpp>
 // clang-format on
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "dq4/engine.h"
+#include "dq4/engine/engine.h"
 
 namespace dq4::server {
 

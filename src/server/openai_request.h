@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "api_error.h"
-#include "dq4/engine.h"
+#include "dq4/engine/engine.h"
 
 namespace dq4::server {
 

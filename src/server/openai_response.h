@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "dq4/engine.h"
-#include "dq4/tokenizer.h"
+#include "dq4/engine/engine.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::server {
 

@@ -7,9 +7,9 @@
 #include <functional>
 #include <string>
 
-#include "dq4/chat_template.h"
-#include "dq4/engine.h"
-#include "dq4/tokenizer.h"
+#include "dq4/engine/engine.h"
+#include "dq4/tokenizer/chat_template.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "http_exchange.h"
 #include "metrics.h"
 #include "openai_request.h"

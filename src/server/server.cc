@@ -1,4 +1,4 @@
-#include "dq4/server.h"
+#include "dq4/server/server.h"
 
 #include <atomic>
 #include <chrono>

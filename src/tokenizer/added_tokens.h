@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "json_node.h"
 
 namespace dq4::tokenizer {

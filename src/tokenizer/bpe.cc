@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <queue>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "utf8.h"
 
 namespace dq4::tokenizer {

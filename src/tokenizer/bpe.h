@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "json_node.h"
 #include "piece_cache.h"
 

@@ -1,4 +1,4 @@
-#include "byte_level.h"
+#include "dq4/tokenizer/byte_level.h"
 
 #include <array>
 

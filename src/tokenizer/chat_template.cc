@@ -1,14 +1,14 @@
 // ChatTemplate: finds a model's chat template and special tokens, parses the template once, and
 // renders it with the variables transformers' apply_chat_template passes.
 
-#include "dq4/chat_template.h"
+#include "dq4/tokenizer/chat_template.h"
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "jinja/interpreter.h"
 #include "jinja/json.h"
 #include "jinja/parser.h"

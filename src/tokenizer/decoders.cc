@@ -1,6 +1,6 @@
 #include "decoders.h"
 
-#include "byte_level.h"
+#include "dq4/tokenizer/byte_level.h"
 #include "pattern.h"
 #include "utf8.h"
 

@@ -1,6 +1,6 @@
 #include "json_node.h"
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "utf8.h"
 
 namespace dq4::tokenizer {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::tokenizer {
 

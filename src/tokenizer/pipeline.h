@@ -18,7 +18,7 @@
 #include "added_tokens.h"
 #include "bpe.h"
 #include "decoders.h"
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "normalizers.h"
 #include "post_processors.h"
 #include "pre_tokenizers.h"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 #include "json_node.h"
 
 namespace dq4::tokenizer {

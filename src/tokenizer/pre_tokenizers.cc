@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "byte_level.h"
+#include "dq4/tokenizer/byte_level.h"
 #include "pattern.h"
 #include "regex.h"
 #include "unicode.h"

@@ -3,7 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "utf8.h"
 
 namespace dq4::tokenizer {

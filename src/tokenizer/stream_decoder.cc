@@ -1,4 +1,4 @@
-#include "dq4/stream_decoder.h"
+#include "dq4/tokenizer/stream_decoder.h"
 
 namespace dq4 {
 namespace {

@@ -1,13 +1,13 @@
 // dq4::Tokenizer: loading tokenizer.json (+ tokenizer_config.json) and the public entry points.
 
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "pipeline.h"
 #include "utf8.h"
 

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::tokenizer {
 namespace {

@@ -1,6 +1,6 @@
 #include "utf8.h"
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::tokenizer {
 namespace {

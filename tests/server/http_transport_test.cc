@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "http_client.h"
 #include "http_server.h"
 

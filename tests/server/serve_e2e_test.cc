@@ -26,7 +26,7 @@
 
 #include "../cli_runner.h"
 #include "../fixtures.h"
-#include "dq4/listener.h"
+#include "dq4/server/listener.h"
 #include "http_client.h"
 #include "promtool.h"
 #include "serve_process.h"

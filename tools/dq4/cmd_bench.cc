@@ -8,7 +8,7 @@
 #include "bench/serve_bench_cli.h"
 #include "bench/tokenizer_bench.h"
 #include "commands.h"
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::cli {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/error.h"
-#include "dq4/session.h"
+#include "dq4/engine/session.h"
+#include "dq4/kernels/error.h"
 #include "model_options.h"
 #include "prompt.h"
 #include "sampling_options.h"

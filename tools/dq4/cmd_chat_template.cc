@@ -7,8 +7,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/chat_template.h"
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
+#include "dq4/tokenizer/chat_template.h"
 
 namespace dq4::cli {
 

@@ -5,8 +5,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/error.h"
-#include "dq4/gguf_export.h"
+#include "dq4/convert/gguf_export.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::cli {
 

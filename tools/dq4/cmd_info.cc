@@ -6,12 +6,12 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/attention.h"
-#include "dq4/cpu_features.h"
-#include "dq4/dense.h"
-#include "dq4/thread_pool.h"
-#include "dq4/w4a16.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/attention.h"
+#include "dq4/kernels/cpu_features.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/kernels/w4a16.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace dq4::cli {
 namespace {

@@ -11,13 +11,13 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/architecture.h"
-#include "dq4/checkpoint.h"
-#include "dq4/error.h"
-#include "dq4/linear.h"
-#include "dq4/linear_tensors.h"
-#include "dq4/model_config.h"
-#include "dq4/quant_config.h"
+#include "dq4/io/checkpoint.h"
+#include "dq4/io/linear_tensors.h"
+#include "dq4/io/model_config.h"
+#include "dq4/io/quant_config.h"
+#include "dq4/kernels/error.h"
+#include "dq4/layers/linear.h"
+#include "dq4/model/architecture.h"
 #include "load_options.h"
 
 namespace dq4::cli {

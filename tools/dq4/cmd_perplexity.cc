@@ -7,8 +7,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/error.h"
-#include "dq4/perplexity.h"
+#include "dq4/engine/perplexity.h"
+#include "dq4/kernels/error.h"
 #include "model_options.h"
 #include "progress.h"
 

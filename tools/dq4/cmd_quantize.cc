@@ -7,9 +7,9 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/architecture.h"
-#include "dq4/error.h"
-#include "dq4/quantize.h"
+#include "dq4/convert/quantize.h"
+#include "dq4/kernels/error.h"
+#include "dq4/model/architecture.h"
 #include "progress.h"
 
 namespace dq4::cli {

@@ -6,8 +6,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/error.h"
-#include "dq4/synth.h"
+#include "dq4/convert/synth.h"
+#include "dq4/kernels/error.h"
 #include "progress.h"
 
 namespace dq4::cli {

@@ -9,8 +9,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/error.h"
-#include "dq4/tokenizer.h"
+#include "dq4/kernels/error.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "args.h"
-#include "dq4/linear.h"
+#include "dq4/layers/linear.h"
 
 namespace dq4::cli {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "commands.h"
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace {
 

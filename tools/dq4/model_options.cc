@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "load_options.h"
 #include "progress.h"
 

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "args.h"
-#include "dq4/model.h"
-#include "dq4/thread_pool.h"
-#include "dq4/tokenizer.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/model/model.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::cli {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dq4/quantize.h"
+#include "dq4/convert/quantize.h"
 
 namespace dq4::cli {
 

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dq4/chat_template.h"
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
+#include "dq4/tokenizer/chat_template.h"
 
 namespace dq4::cli {
 

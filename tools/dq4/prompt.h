@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "args.h"
-#include "dq4/tokenizer.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::cli {
 

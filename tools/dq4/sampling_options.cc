@@ -1,6 +1,6 @@
 #include "sampling_options.h"
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::cli {
 

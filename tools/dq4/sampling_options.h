@@ -2,8 +2,8 @@
 // The sampling and stopping options of `dq4 generate` and `dq4 chat`.
 
 #include "args.h"
-#include "dq4/sampler.h"
-#include "dq4/session.h"
+#include "dq4/engine/sampler.h"
+#include "dq4/engine/session.h"
 
 namespace dq4::cli {
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "dq4/attention.h"
-#include "dq4/cpu_features.h"
+#include "dq4/kernels/attention.h"
+#include "dq4/kernels/cpu_features.h"
 
 #define DQ4_ATTENTION_INLINE inline __attribute__((always_inline))
 

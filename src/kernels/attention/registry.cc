@@ -3,7 +3,7 @@
 #include <string>
 
 #include "../family.h"
-#include "dq4/attention.h"
+#include "dq4/kernels/attention.h"
 #include "kernel.h"
 
 namespace dq4::attention {

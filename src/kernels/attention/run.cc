@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../family.h"
-#include "dq4/attention.h"
-#include "dq4/error.h"
+#include "dq4/kernels/attention.h"
+#include "dq4/kernels/error.h"
 #include "kernel.h"
 
 namespace dq4::attention {

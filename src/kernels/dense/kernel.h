@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "../finite_rows.h"
-#include "dq4/cpu_features.h"
+#include "dq4/kernels/cpu_features.h"
 #include "layout.h"
 
 namespace dq4::dense {

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "dq4/dense.h"
+#include "dq4/kernels/dense.h"
 
 // Small helpers shared by translation units compiled for different ISAs are always inlined, so
 // that no out-of-line copy built with one ISA's flags can be linked into another's code.

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "../family.h"
-#include "dq4/dense.h"
-#include "dq4/error.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/error.h"
 #include "kernel.h"
 
 namespace dq4::dense {

@@ -4,10 +4,10 @@
 #include <cstring>
 #include <string>
 
-#include "dq4/dense.h"
-#include "dq4/error.h"
-#include "dq4/half.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/half.h"
+#include "dq4/kernels/thread_pool.h"
 #include "kernel.h"
 
 namespace dq4::dense {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "dq4/half.h"
+#include "dq4/kernels/half.h"
 #include "kernel.h"
 
 namespace dq4::dense {

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "../family.h"
-#include "dq4/dense.h"
+#include "dq4/kernels/dense.h"
 #include "kernel.h"
 
 namespace dq4::dense {

@@ -2,8 +2,8 @@
 #include <cstring>
 #include <string>
 
-#include "dq4/error.h"
-#include "dq4/int4_codec.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/int4_codec.h"
 
 namespace dq4 {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <utility>
 
-#include "dq4/error.h"
-#include "dq4/half.h"
-#include "dq4/thread_pool.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/half.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/kernels/w4a8.h"
 #include "layout.h"
 
 namespace dq4::int4 {

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "dq4/aligned_buffer.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/w4a8.h"
 #include "layout.h"
 
 namespace dq4 {

@@ -7,8 +7,8 @@
 #include "../family.h"
 #include "../finite_rows.h"
 #include "../w4a8/kernel.h"
-#include "dq4/error.h"
-#include "dq4/w4a16.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/w4a16.h"
 #include "kernel.h"
 
 namespace dq4::w4a16 {

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "../family.h"
-#include "dq4/w4a16.h"
+#include "dq4/kernels/w4a16.h"
 #include "kernel.h"
 
 namespace dq4::w4a16 {

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "../int4/layout.h"
-#include "dq4/cpu_features.h"
+#include "dq4/kernels/cpu_features.h"
 
 namespace dq4::w4a8 {
 

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "../family.h"
-#include "dq4/error.h"
-#include "dq4/thread_pool.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/kernels/w4a8.h"
 #include "kernel.h"
 #include "qai8dx.h"
 

@@ -5,8 +5,8 @@
 
 #include <utility>
 
-#include "dq4/thread_pool.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/kernels/w4a8.h"
 #include "kernel.h"
 
 namespace dq4::w4a8 {

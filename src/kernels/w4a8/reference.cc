@@ -4,7 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "dq4/half.h"
+#include "dq4/kernels/half.h"
 #include "kernel.h"
 #include "qai8dx.h"
 

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "../family.h"
-#include "dq4/error.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/w4a8.h"
 #include "kernel.h"
 
 namespace dq4::w4a8 {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <optional>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "text.h"
 
 namespace dq4::jinja {

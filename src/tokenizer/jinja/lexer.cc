@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 #include "text.h"
 
 namespace dq4::jinja {

@@ -6,7 +6,7 @@
 #include <initializer_list>
 
 #include "builtins.h"
-#include "dq4/error.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4::jinja {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "bench/cold_copies.h"
 #include "bench/probes.h"
-#include "dq4/aligned_buffer.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace dq4::cli::bench {
 namespace {

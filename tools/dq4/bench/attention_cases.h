@@ -12,7 +12,7 @@
 
 #include "bench/report.h"
 #include "bench/timing.h"
-#include "dq4/attention.h"
+#include "dq4/kernels/attention.h"
 
 namespace dq4::cli::bench {
 

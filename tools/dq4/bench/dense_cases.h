@@ -12,8 +12,8 @@
 #include "bench/kernel_grid.h"
 #include "bench/report.h"
 #include "bench/timing.h"
-#include "dq4/aligned_buffer.h"
-#include "dq4/dense.h"
+#include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/dense.h"
 
 namespace dq4::cli::bench {
 

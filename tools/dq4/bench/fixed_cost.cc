@@ -6,7 +6,7 @@
 
 #include "bench/test_weights.h"
 #include "bench/timing.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace dq4::cli::bench {
 namespace {

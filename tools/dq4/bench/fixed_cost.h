@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "dq4/w4a16.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/w4a16.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace dq4::cli::bench {
 

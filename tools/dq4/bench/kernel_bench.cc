@@ -24,11 +24,11 @@
 #include "bench/test_weights.h"
 #include "bench/timing.h"
 #include "bench/w4a16_cases.h"
-#include "dq4/cpu_features.h"
-#include "dq4/dense.h"
-#include "dq4/thread_pool.h"
-#include "dq4/w4a16.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/cpu_features.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/kernels/w4a16.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace dq4::cli::bench {
 namespace {

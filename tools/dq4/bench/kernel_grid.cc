@@ -5,8 +5,8 @@
 #include <cstdlib>
 
 #include "bench/attention_cases.h"
-#include "dq4/error.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/thread_pool.h"
 
 namespace dq4::cli::bench {
 namespace {

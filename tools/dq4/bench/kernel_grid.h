@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "args.h"
-#include "dq4/attention.h"
-#include "dq4/dense.h"
-#include "dq4/w4a16.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/attention.h"
+#include "dq4/kernels/dense.h"
+#include "dq4/kernels/w4a16.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace dq4::cli::bench {
 

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <new>
 
-#include "dq4/cpu_features.h"
-#include "dq4/thread_pool.h"
+#include "dq4/kernels/cpu_features.h"
+#include "dq4/kernels/thread_pool.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bench/stats.h"
-#include "dq4/aligned_buffer.h"
+#include "dq4/kernels/aligned_buffer.h"
 
 namespace dq4 {
 class ThreadPool;

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "args.h"
-#include "dq4/error.h"
-#include "dq4/serve_bench.h"
+#include "dq4/kernels/error.h"
+#include "dq4/loadgen/serve_bench.h"
 
 namespace dq4::cli::bench {
 namespace {

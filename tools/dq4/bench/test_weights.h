@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "dq4/aligned_buffer.h"
-#include "dq4/w4a8.h"
+#include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace dq4::cli::bench {
 

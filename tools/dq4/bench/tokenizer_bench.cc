@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "args.h"
-#include "dq4/error.h"
-#include "dq4/tokenizer.h"
+#include "dq4/kernels/error.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::cli::bench {
 namespace {

@@ -16,7 +16,7 @@
 #include "bench/report.h"
 #include "bench/test_weights.h"
 #include "bench/timing.h"
-#include "dq4/w4a16.h"
+#include "dq4/kernels/w4a16.h"
 
 namespace dq4::cli::bench {
 

@@ -1,0 +1,102 @@
+#pragma once
+// W4A16 "weight-only" matrix multiply: int4 symmetric weights (one scale per output channel or
+// per group of G along K, exactly as W4A8 takes them) times f32 activations, the weights
+// dequantized in registers, giving f32. The default path for W4A16 checkpoints
+// (compressed-tensors pack-quantized, as llm-compressor writes them).
+//
+// The exact math, of the scalar reference and of every variant, bit for bit and for any number of
+// threads. For each output (m, n), with q[n][k] in [-8, 7], groups g of G consecutive k (the last
+// one possibly shorter; channelwise: one group spanning K) and s[n][g] the checkpoint's scale
+// widened exactly to f32:
+//   out = 0
+//   for each group g in order:
+//     acc = 0; for k in g, in order: acc = fma(x[m][k], float(q[n][k]), acc)
+//     out = fma(acc, s[n][g], out)
+//   y = out + bias[n]   (bias 0 when absent)
+//   y = y > min ? y : min;  y = y < max ? y : max
+// Each fma rounds once (lanes = output columns, so SIMD FMA reproduces it exactly).
+//
+// Packing: the layout of the W4A8 family (src/kernels/int4/layout.h), so one packed copy serves
+// both families. w4a16::pack() of channelwise weights or bf16 group scales is byte-identical to
+// w4a8::pack() for the W4A8 kernel of the same panel width; f32 and f16 group scales are kept
+// exactly as f32 (W4A8 rounds them to bf16), and such packs are W4A16-only. matmul() also runs
+// directly on w4a8::PackedWeights (where group scales are the bf16-rounded ones).
+//
+// Usage: pack the weights once with pack(), then call matmul() as often as needed.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/matmul_args.h"
+#include "dq4/kernels/w4a8.h"
+
+namespace dq4 {
+class ThreadPool;
+}
+
+namespace dq4::w4a16 {
+
+// One implementation of the family (scalar reference or one ISA). Opaque; see kernel_name().
+struct Kernel;
+
+// The weights as a checkpoint holds them: the same int4 sources as W4A8.
+using ScaleType = w4a8::ScaleType;
+using WeightSource = w4a8::WeightSource;
+using MatmulArgs = dq4::MatmulArgs;
+
+// Packed weights: owned, aligned, in the shared int4 layout for the kernel that packed them.
+class PackedWeights {
+ public:
+  PackedWeights() = default;
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  // 0 when channelwise.
+  int64_t group_size() const { return group_size_; }
+  // Whether group scales are held as f32 (the source's were f32 or f16; a W4A16-only pack).
+  bool f32_group_scales() const { return f32_group_scales_; }
+  const Kernel& kernel() const { return *kernel_; }
+  size_t bytes() const { return data_.size(); }
+  const uint8_t* data() const { return data_.data(); }
+
+ private:
+  friend PackedWeights pack(const WeightSource&, const Kernel&, ThreadPool*);
+  AlignedBuffer data_;
+  const Kernel* kernel_ = nullptr;
+  int64_t n_ = 0, k_ = 0, group_size_ = 0;
+  bool f32_group_scales_ = false;
+};
+
+// Kernels compiled into this build, best last. The scalar reference is always first.
+std::vector<const Kernel*> compiled_kernels();
+// The kernel named `name` ("reference", "avx2", "avx512f", "neon"), or nullptr when this build
+// does not have it.
+const Kernel* find_kernel(std::string_view name);
+std::string_view kernel_name(const Kernel& kernel);
+// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
+std::string_view variant_name(const Kernel& kernel);
+// Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
+bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
+// The best kernel this CPU supports, or the one DQ4_ISA asks for (src/kernels/family.h: a W4A8
+// name such as avx512_vnni leaves W4A16 on its automatic choice). Decided once per process.
+const Kernel& default_kernel();
+// Same choice, re-evaluated for the given DQ4_ISA value (empty = automatic). For `dq4 info`/tests.
+const Kernel& select_kernel(std::string_view isa_override);
+
+// Packs `source` for `kernel` (multi-threaded over `pool`, default the global pool).
+// Throws dq4::Error naming the field for any invalid input.
+PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool = nullptr);
+inline PackedWeights pack(const WeightSource& source) { return pack(source, default_kernel()); }
+
+// Y = clamp(X . dequant(W)^T + bias). Throws dq4::Error on invalid arguments, including
+// activations that are not finite.
+void matmul(const PackedWeights& weights, const MatmulArgs& args);
+// The same math on weights packed for W4A8 (no copy), with the group scales they hold. Runs the
+// W4A16 kernel chosen as default_kernel() when its panel width matches theirs, else the best
+// supported one that matches, else the reference.
+void matmul(const w4a8::PackedWeights& weights, const MatmulArgs& args);
+
+}  // namespace dq4::w4a16

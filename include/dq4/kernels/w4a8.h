@@ -1,0 +1,141 @@
+#pragma once
+// W4A8 "dynamic quant" matrix multiply: int4 symmetric weights (one scale per output channel or per
+// group of G along K) times f32 activations that are quantized on the fly to int8 per row
+// (KleidiAI's qai8dx: asymmetric, nudged zero point), giving f32:
+//
+//   Y[M, N] = clamp(dequant(qai8dx(X[M, K])) . dequant(W[N, K])^T + bias, min, max)
+//
+// in KleidiAI's exact epilogue order (shared/docs/checkpoint-format-and-math.md §6). Every kernel
+// variant returns bit-identical results to the scalar reference and for any number of threads.
+//
+// Usage: pack the weights once with pack(), then call matmul() as often as needed; an input that
+// several weights multiply can be quantized once (QuantizedActivations).
+
+#include <cfloat>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/matmul_args.h"
+
+namespace dq4 {
+class ThreadPool;
+}
+
+namespace dq4::w4a8 {
+
+// One implementation of the family (scalar reference or one ISA). Opaque; see kernel_name().
+struct Kernel;
+
+enum class ScaleType { f32, bf16, f16 };
+
+// Int4 weights as a checkpoint holds them. Give exactly one of `values` or `packed`.
+struct WeightSource {
+  int64_t n = 0;                    // output channels (rows of W)
+  int64_t k = 0;                    // input features
+  int64_t group_size = 0;           // 0 or k: channelwise; else a multiple of 32, at most k
+  const int8_t* values = nullptr;   // [n, k] int8 in [-8, 7] (compressed-tensors int-quantized)
+  const int32_t* packed = nullptr;  // [n, ceil(k/8)] (pack-quantized: nibble q+8, LSB first)
+  const void* scales = nullptr;     // [n, groups] of scale_type; groups = ceil(k / group_size)
+  ScaleType scale_type = ScaleType::f32;
+  const float* bias = nullptr;  // [n] or null
+};
+
+// Packed weights: owned, aligned, in the layout of the kernel that packed them, with everything
+// the epilogue needs (scales, per-column sums, bias).
+class PackedWeights {
+ public:
+  PackedWeights() = default;
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  // 0 when channelwise.
+  int64_t group_size() const { return group_size_; }
+  const Kernel& kernel() const { return *kernel_; }
+  size_t bytes() const { return data_.size(); }
+  const uint8_t* data() const { return data_.data(); }
+
+ private:
+  friend PackedWeights pack(const WeightSource&, const Kernel&, ThreadPool*);
+  AlignedBuffer data_;
+  const Kernel* kernel_ = nullptr;
+  int64_t n_ = 0, k_ = 0, group_size_ = 0;
+};
+
+// Kernels compiled into this build, best last. The scalar reference is always first.
+std::vector<const Kernel*> compiled_kernels();
+// The kernel named `name` ("reference", "avx2", "avx_vnni", "avx512_vnni", "neon",
+// "neon_dotprod", "neon_i8mm"), or nullptr when this build does not have it.
+const Kernel* find_kernel(std::string_view name);
+std::string_view kernel_name(const Kernel& kernel);
+// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
+std::string_view variant_name(const Kernel& kernel);
+// Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
+bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
+// The best kernel this CPU supports, or the one DQ4_ISA names (grammar: src/kernels/family.h;
+// throws dq4::Error if DQ4_ISA names an unknown kernel or one this CPU cannot run). Decided once
+// per process.
+const Kernel& default_kernel();
+// Same choice, re-evaluated for the given DQ4_ISA value (empty = automatic). For `dq4 info`/tests.
+const Kernel& select_kernel(std::string_view isa_override);
+
+// Packs `source` for `kernel` (multi-threaded over `pool`, default the global pool).
+// Throws dq4::Error naming the field for any invalid input.
+PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool = nullptr);
+inline PackedWeights pack(const WeightSource& source) { return pack(source, default_kernel()); }
+
+using MatmulArgs = ::dq4::MatmulArgs;  // shared by every kernel family
+
+// Y = clamp(qai8dx(X) . W^T + bias). Throws dq4::Error on invalid arguments (including non-finite
+// activations). Reuses a per-thread scratch buffer for the quantized activations. To multiply one
+// input by several weights, quantize it once: quantize_activations() below.
+void matmul(const PackedWeights& weights, const MatmulArgs& args);
+
+// The per-row activation quantization (qai8dx), exposed for tests and tools: returns the int8
+// values q[k], the zero point and 1/scale exactly as matmul() uses them.
+struct QuantizedRow {
+  std::vector<int8_t> q;
+  int32_t zero_point = 0;
+  float recip_scale = 0;  // (rmax - rmin) / 255, the dequantization multiplier
+};
+QuantizedRow quantize_row(const float* x, int64_t k);
+
+// Activations quantized once (qai8dx per row, as KleidiAI packs its qai8dxp LHS once for many
+// RHS) for any number of matmuls with weights of the same k, whatever their kernel or group size:
+// the int8 rows, their zero points and scales, and the sum of every 32-k block, from which the
+// sums of each group size (and channelwise) follow exactly. matmul() on these gives the very bits
+// matmul() on the f32 rows gives. Reusable: quantize_activations() keeps the memory it has.
+class QuantizedActivations {
+ public:
+  int64_t m() const { return m_; }
+  int64_t k() const { return k_; }
+  // Row r as quantize_row() returns it.
+  QuantizedRow row(int64_t r) const;
+
+ private:
+  friend void quantize_checked(const std::string&, const float*, int64_t, int64_t, int64_t,
+                               QuantizedActivations&, ThreadPool*, int, const Kernel*);
+  friend void matmul(const PackedWeights&, const QuantizedActivations&, const MatmulArgs&);
+  AlignedBuffer data_;
+  int64_t m_ = 0, k_ = 0;
+  int64_t ldq_ = 0, blocks_ = 0;  // row stride of the int8 values (k rounded up to 32); k blocks
+  size_t recip_offset_ = 0, zp_offset_ = 0, sums_offset_ = 0, corrections_offset_ = 0;
+  bool lane_corrections_ = false;  // whether the quantizer wrote them (kernel-internal)
+};
+
+// Quantizes x[m, k] (row stride ldx >= k) into `out`, the rows split over at most `max_threads`
+// threads of `pool` (default: the global pool, all threads), with `kernel`'s vector code (default:
+// default_kernel(); every kernel gives the same bits). Throws dq4::Error for invalid arguments and
+// for a row holding a NaN or infinite value (naming the row).
+void quantize_activations(const float* x, int64_t m, int64_t k, int64_t ldx,
+                          QuantizedActivations& out, ThreadPool* pool = nullptr,
+                          int max_threads = 0, const Kernel* kernel = nullptr);
+
+// Y = clamp(x . W^T + bias) on activations quantized by quantize_activations(): `args` as for
+// matmul() but args.x and args.ldx are not used (may be null / 0) and args.m must equal x.m().
+// Throws dq4::Error on invalid arguments, e.g. x.k() != weights.k().
+void matmul(const PackedWeights& weights, const QuantizedActivations& x, const MatmulArgs& args);
+
+}  // namespace dq4::w4a8

@@ -1,0 +1,97 @@
+#pragma once
+// A Llama-family causal language model (Llama 2/3.x, Mistral, Qwen2, Qwen3) loaded from a Hugging
+// Face directory, and its batched forward pass over a paged KV cache.
+//
+// forward() takes several sequences at once, each with any number of new tokens at its own
+// positions (prefill chunks and single decode tokens mixed). Every Linear runs once over all rows,
+// attention per sequence; logits only for the rows asked for. A row's result never depends on the
+// other rows of the batch, on how its prompt was chunked, or on the number of threads.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dq4/io/model_config.h"
+#include "dq4/kernels/attention.h"
+#include "dq4/layers/linear.h"
+#include "dq4/model/kv_cache.h"
+
+namespace dq4 {
+
+class ThreadPool;
+
+// Load-time choices of `dq4 generate / chat / perplexity / serve / bench model`.
+struct ModelOptions {
+  LinearOptions linear;  // --activations int8, --quantize-dense
+  // --quantize w4a8-ch | w4a8-g<G>: quantize the unquantized linear modules of a BF16/F16/F32
+  // checkpoint to W4A8 at load (same RTN as `dq4 quantize`): nullopt = run them as stored, 0 =
+  // channelwise, G = groups of G.
+  std::optional<int64_t> quantize_group;
+  // Called as layers are packed: (done, total) in linear modules.
+  std::function<void(int64_t done, int64_t total)> progress;
+};
+
+// What loading cost: for the commands' reports.
+struct LoadReport {
+  double seconds = 0;
+  size_t packed_bytes = 0;     // packed linear weights (head included)
+  size_t embedding_bytes = 0;  // the mapped embedding table
+  size_t other_bytes = 0;      // norms, biases, rope tables
+};
+
+// One sequence's part of a forward batch.
+struct SequenceInput {
+  std::span<const int32_t> tokens;  // the new tokens
+  int64_t start = 0;                // position of tokens[0]: tokens already in the KV cache
+  // The sequence's blocks, covering positions [0, start + tokens.size()).
+  std::span<const int32_t> block_table;
+  enum class Logits { none, last, all } logits = Logits::last;
+};
+
+class Model {
+ public:
+  // Reads config.json, the quantization config and the checkpoint in `dir`; throws dq4::Error
+  // naming the file, tensor or config field at fault.
+  static std::unique_ptr<Model> load(const std::string& dir, const ModelOptions& options = {},
+                                     ThreadPool* pool = nullptr);
+  ~Model();
+
+  const ModelConfig& config() const;
+  const LoadReport& load_report() const;
+  int64_t vocab_size() const;
+  int64_t max_context() const;  // max_position_embeddings (or the sliding window limit)
+  // Token ids that end generation: config.json's and generation_config.json's eos_token_id.
+  const std::vector<int32_t>& eos_ids() const;
+  // The KV cache shape this model needs for `blocks` blocks of `block_size` tokens.
+  KvCacheShape kv_shape(int64_t blocks, int64_t block_size = 16,
+                        attention::KvType type = attention::KvType::f32) const;
+  // Bytes of weights read per decoded token (packed linears + one embedding row + norms).
+  size_t bytes_per_token() const;
+  // One line per layer kind: what runs ("q+k+v: W4A8 g32 [avx512_vnni]", ...).
+  std::vector<std::string> describe() const;
+
+  // Runs the batch, writes the new tokens' keys and values into `cache` and the logits of the
+  // rows asked for to `logits` ([rows, vocab_size], in batch order: one row per `last`
+  // sequence, tokens.size() rows per `all` one). Throws dq4::Error for token ids outside the
+  // vocabulary, positions past max_context() or block tables too short.
+  void forward(std::span<const SequenceInput> batch, KvCache& cache, float* logits,
+               ThreadPool* pool = nullptr);
+  // Rows of logits forward() writes for `batch`.
+  static int64_t logit_rows(std::span<const SequenceInput> batch);
+
+  // Time spent in the head (lm_head or the tied embedding) since the last reset, for bench.
+  double head_seconds() const;
+  void reset_head_seconds();
+
+  struct Impl;
+
+ private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dq4

@@ -1,0 +1,60 @@
+#pragma once
+// The OpenAI-compatible HTTP server over an Engine: /v1/completions, /v1/chat/completions (both
+// streamed as server-sent events or not), /v1/models, /tokenize, /detokenize, /health and
+// /metrics (Prometheus text, vLLM's metric names).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dq4/engine/engine.h"
+#include "dq4/server/listener.h"
+#include "dq4/tokenizer/chat_template.h"
+#include "dq4/tokenizer/tokenizer.h"
+
+namespace dq4 {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;  // 0: any free port (Server::port() says which)
+  // Bearer token every endpoint but /health and /metrics needs; empty: none.
+  std::string api_key;
+  std::string served_model_name;  // the name clients pass as "model"
+  size_t max_body_bytes = 8u << 20;
+  size_t max_queued_bytes = 4u << 20;  // unsent output per connection before it is dropped
+  int64_t max_connections = 4096;
+  int http_threads = 2;
+  // On shutdown, in-flight requests get this long to finish before they are aborted.
+  double shutdown_timeout_seconds = 30;
+};
+
+class Server {
+ public:
+  // Listens at once (throws dq4::Error when it cannot). `engine` must be started and, like the
+  // tokenizer and the chat template (null: chat requests get 400), outlive the server.
+  Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+         const ServerOptions& options);
+  // The same on a socket opened beforehand (options.host and options.port are not used).
+  Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+         const ServerOptions& options, Listener listener);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  int port() const;
+  // Blocks until SIGTERM or SIGINT (or request_shutdown()), then shuts down gracefully.
+  void run_until_signal();
+  // Thread-safe: makes run_until_signal() return after its graceful shutdown.
+  void request_shutdown();
+  // Stops accepting, lets in-flight requests finish (up to shutdown_timeout_seconds), aborts
+  // the rest through engine.stop(abort), answers them, closes every connection.
+  void shutdown();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dq4

@@ -1,0 +1,329 @@
+// A Llama-family checkpoint -> GGUF, tensor by tensor: names and metadata as
+// convert_hf_to_gguf.py writes them, int4 group-32 modules re-encoded as Q4_0 blocks.
+
+#include "dq4/convert/gguf_export.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <numbers>
+
+#include "dq4/io/checkpoint.h"
+#include "dq4/io/gguf_writer.h"
+#include "dq4/io/linear_tensors.h"
+#include "dq4/io/quant_config.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/half.h"
+#include "dq4/kernels/int4_codec.h"
+#include "dq4/model/architecture.h"
+#include "gguf_vocab.h"
+
+namespace dq4 {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How the architecture maps onto llama.cpp's.
+struct GgufArch {
+  std::string name;
+  bool permute_qk = false;  // llama.cpp's "llama" rotates interleaved pairs, HF rotates halves
+};
+
+// Architecture::read has refused what dq4 does not run (other rope types, activations...).
+GgufArch gguf_arch(const ModelConfig& c) {
+  if (c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM")
+    return {"llama", true};
+  if (c.architecture == "Qwen2ForCausalLM") return {"qwen2", false};
+  if (c.architecture == "Qwen3ForCausalLM") return {"qwen3", false};
+  throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
+}
+
+// Source row of output row `r` after llama.cpp's q/k permutation: within each head of `d` rows,
+// HF's halves [x0..x(d/2-1) | y0..] become interleaved pairs (x0 y0 x1 y1 ...).
+int64_t permuted_row(int64_t r, int64_t rows, int64_t heads) {
+  const int64_t d = rows / heads, head = r / d, within = r % d;
+  return head * d + (within % 2) * (d / 2) + within / 2;
+}
+
+// A float tensor's elements as f32 (its data checked once, not per element).
+class FloatElements {
+ public:
+  explicit FloatElements(const TensorView& t) : dtype_(t.dtype) {
+    switch (t.dtype) {
+      case Dtype::F32:
+        f32_ = t.as<float>().data();
+        break;
+      case Dtype::BF16:
+      case Dtype::F16:
+        half_ = t.as<uint16_t>(t.dtype).data();
+        break;
+      default:
+        throw Error("export-gguf: tensor '" + t.name + "' in " + t.file + " is " +
+                    std::string(dtype_name(t.dtype)) + ", not F32, BF16 or F16");
+    }
+  }
+  float operator[](int64_t i) const {
+    if (f32_ != nullptr) return f32_[i];
+    return dtype_ == Dtype::BF16 ? bf16_to_f32(half_[i]) : f16_to_f32(half_[i]);
+  }
+
+ private:
+  Dtype dtype_;
+  const float* f32_ = nullptr;
+  const uint16_t* half_ = nullptr;
+};
+
+GgmlType ggml_type(Dtype dtype, const TensorView& t) {
+  switch (dtype) {
+    case Dtype::F32:
+      return GgmlType::F32;
+    case Dtype::BF16:
+      return GgmlType::BF16;
+    case Dtype::F16:
+      return GgmlType::F16;
+    default:
+      throw Error("export-gguf: tensor '" + t.name + "' in " + t.file + " is " +
+                  std::string(dtype_name(t.dtype)) + ", not F32, BF16 or F16");
+  }
+}
+
+// A float tensor as `type` (F32, BF16 or F16), rows taken through `row_of`.
+void add_float_tensor(GgufWriter& w, const std::string& name, const TensorView& t, GgmlType type,
+                      std::function<int64_t(int64_t)> row_of) {
+  const FloatElements values(t);  // refuses non-float dtypes now, not while writing
+  const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  const int64_t cols = t.numel() / rows;
+  w.add_tensor(name, type, t.shape, [values, type, rows, cols, row_of](uint8_t* out, size_t) {
+    const size_t size = type == GgmlType::F32 ? 4 : 2;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t src = row_of ? row_of(r) : r;
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = values[src * cols + c];
+        uint8_t* dst = out + static_cast<size_t>(r * cols + c) * size;
+        if (type == GgmlType::F32) {
+          std::memcpy(dst, &v, 4);
+        } else {
+          const uint16_t h = type == GgmlType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+          std::memcpy(dst, &h, 2);
+        }
+      }
+    }
+  });
+}
+
+// An int4 group-32 module as Q4_0: the same values, the same scales (refused unless f16 holds
+// them exactly).
+void add_q4_0_tensor(GgufWriter& w, const std::string& name, const LinearTensors& lt,
+                     std::function<int64_t(int64_t)> row_of) {
+  const std::string& module = lt.module;
+  if (lt.scheme.group_size != kQ4_0BlockSize)
+    throw Error("export-gguf: module '" + module + "': " +
+                (lt.scheme.group_size == 0 ? std::string("channelwise scales")
+                                           : "group size " + std::to_string(lt.scheme.group_size)) +
+                ": Q4_0 holds groups of 32 only");
+  if (lt.k % kQ4_0BlockSize != 0)
+    throw Error("export-gguf: module '" + module + "': in_features " + std::to_string(lt.k) +
+                " is not a multiple of 32 (Q4_0 blocks)");
+  const int64_t n = lt.n, k = lt.k, groups = k / kQ4_0BlockSize;
+  const TensorView& scales = *lt.weight_scale;
+  const FloatElements scale_values(scales);
+  // Check every scale before the file is started.
+  for (int64_t i = 0; i < n * groups; ++i) {
+    const float s = scale_values[i];
+    if (f16_to_f32(f32_to_f16(s)) != s)
+      throw Error("export-gguf: tensor '" + scales.name + "' [" + std::to_string(i / groups) +
+                  ", " + std::to_string(i % groups) + "] = " + std::to_string(s) +
+                  " is not exactly representable in f16 (Q4_0 scales are f16)");
+  }
+  w.add_tensor(name, GgmlType::Q4_0, {n, k},
+               [lt, scale_values, n, k, groups, row_of, module](uint8_t* out, size_t) {
+                 std::vector<int8_t> row(static_cast<size_t>(k));
+                 const int64_t words = (k + 7) / 8;
+                 const int32_t* packed =
+                     lt.weight_packed ? lt.weight_packed->as<int32_t>().data() : nullptr;
+                 const int8_t* values = lt.weight ? lt.weight->as<int8_t>().data() : nullptr;
+                 for (int64_t r = 0; r < n; ++r) {
+                   const int64_t src = row_of ? row_of(r) : r;
+                   if (packed != nullptr)
+                     unpack_int4_rows(packed + src * words, 1, k, row.data());
+                   else
+                     std::memcpy(row.data(), values + src * k, static_cast<size_t>(k));
+                   for (int64_t g = 0; g < groups; ++g) {
+                     uint8_t* block = out + static_cast<size_t>(r * groups + g) * kQ4_0BlockBytes;
+                     const uint16_t d = f32_to_f16(scale_values[src * groups + g]);
+                     std::memcpy(block, &d, 2);
+                     const int8_t* q = row.data() + g * kQ4_0BlockSize;
+                     for (int j = 0; j < 16; ++j) {
+                       if (q[j] < -8 || q[j] > 7 || q[j + 16] < -8 || q[j + 16] > 7)
+                         throw Error("export-gguf: module '" + module + "' row " +
+                                     std::to_string(src) + ": int4 value outside [-8, 7]");
+                       block[2 + j] = static_cast<uint8_t>((q[j] + 8) | ((q[j + 16] + 8) << 4));
+                     }
+                   }
+                 }
+               });
+}
+
+// llama.cpp's rope_freqs for llama3 scaling: per frequency pair, the divisor of its frequency.
+std::vector<float> llama3_rope_factors(const ModelConfig& c) {
+  const RopeScaling& r = c.rope_scaling;
+  const double context =
+      r.original_max_position_embeddings > 0 ? r.original_max_position_embeddings : 8192;
+  const double low_wavelen = context / r.low_freq_factor,
+               high_wavelen = context / r.high_freq_factor;
+  std::vector<float> factors;
+  for (int64_t i = 0; i < c.head_dim; i += 2) {
+    const float freq = static_cast<float>(
+        1.0 / std::pow(c.rope_theta, static_cast<double>(i) / static_cast<double>(c.head_dim)));
+    const float wavelen = static_cast<float>(2 * std::numbers::pi) / freq;
+    if (wavelen < high_wavelen) {
+      factors.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      factors.push_back(static_cast<float>(r.factor));
+    } else {
+      const float smooth = static_cast<float>((context / wavelen - r.low_freq_factor) /
+                                              (r.high_freq_factor - r.low_freq_factor));
+      factors.push_back(1.0f / ((1.0f - smooth) / static_cast<float>(r.factor) + smooth));
+    }
+  }
+  return factors;
+}
+
+void add_hparams(GgufWriter& w, const ModelConfig& c, const std::string& arch) {
+  const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+  w.add_u32(arch + ".vocab_size", u32(c.vocab_size));
+  w.add_u32(arch + ".context_length", u32(c.max_position_embeddings));
+  w.add_u32(arch + ".embedding_length", u32(c.hidden_size));
+  w.add_u32(arch + ".block_count", u32(c.num_hidden_layers));
+  w.add_u32(arch + ".feed_forward_length", u32(c.intermediate_size));
+  w.add_u32(arch + ".attention.head_count", u32(c.num_attention_heads));
+  w.add_u32(arch + ".attention.head_count_kv", u32(c.num_key_value_heads));
+  w.add_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
+  w.add_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
+  w.add_u32(arch + ".attention.key_length", u32(c.head_dim));
+  w.add_u32(arch + ".attention.value_length", u32(c.head_dim));
+  w.add_u32(arch + ".rope.dimension_count", u32(c.head_dim));
+  if (c.rope_scaling.type == "linear") {
+    w.add_string(arch + ".rope.scaling.type", "linear");
+    w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
+  }
+}
+
+}  // namespace
+
+GgufExportReport export_gguf(const GgufExportOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  const Architecture a = Architecture::read(o.model_dir);
+  const ModelConfig& c = a.config;
+  const GgufArch arch = gguf_arch(c);
+  const QuantizationConfig qc = QuantizationConfig::read(o.model_dir);
+  const Checkpoint ckpt = Checkpoint::open_dir(o.model_dir);
+  if (fs::exists(o.output) && !o.replace_existing)
+    throw Error("export-gguf: " + o.output + " exists (use --force to replace it)");
+
+  GgufExportReport report;
+  report.architecture = arch.name;
+  if (a.sliding_window > 0 && arch.name == "llama")
+    report.notes.push_back(
+        "llama.cpp's llama architecture has no sliding window: it matches "
+        "only for sequences up to sliding_window " +
+        std::to_string(a.sliding_window) + " tokens");
+
+  GgufWriter w;
+  w.add_string("general.architecture", arch.name);
+  w.add_string("general.type", "model");
+  w.add_string("general.name", fs::path(o.model_dir).filename().string());
+  add_hparams(w, c, arch.name);
+
+  // Float tensors of a quantized checkpoint keep their dtype (1-D ones become F32, as the script
+  // writes them); an unquantized checkpoint becomes all F32.
+  const auto dense_type = [&](const TensorView& t) {
+    if (!qc.quantized() || t.shape.size() == 1) return GgmlType::F32;
+    return ggml_type(t.dtype, t);
+  };
+  const auto add_norm = [&](const std::string& hf, const std::string& gguf) {
+    add_float_tensor(w, gguf, ckpt.tensor(hf), GgmlType::F32, nullptr);
+  };
+  // A linear module: Q4_0 when int4, its float dtype when dense; its bias F32. llama's q and k
+  // (qk_heads > 0) get their rows permuted.
+  const auto add_linear = [&](const LinearModule& m, const std::string& gguf, int64_t qk_heads) {
+    std::function<int64_t(int64_t)> row_of;
+    if (arch.permute_qk && qk_heads > 0)
+      row_of = [rows = m.out_features, qk_heads](int64_t r) {
+        return permuted_row(r, rows, qk_heads);
+      };
+    const LinearScheme scheme = qc.resolve(m.name);
+    const LinearTensors lt = find_linear_tensors(ckpt, m.name, scheme);
+    if (scheme.kind == LinearKind::dense) {
+      add_float_tensor(w, gguf + ".weight", *lt.weight, dense_type(*lt.weight), row_of);
+    } else {
+      add_q4_0_tensor(w, gguf + ".weight", lt, row_of);
+      ++report.q4_0_tensors;
+    }
+    if (lt.bias != nullptr) add_float_tensor(w, gguf + ".bias", *lt.bias, GgmlType::F32, row_of);
+  };
+
+  // In the script's order: embedding, rope factors, each layer, final norm, head.
+  const TensorView& embed = ckpt.tensor(a.embedding);
+  add_float_tensor(w, "token_embd.weight", embed, dense_type(embed), nullptr);
+  if (a.rope == RopeVariant::llama3) {
+    const std::vector<float> factors = llama3_rope_factors(c);
+    w.add_tensor(
+        "rope_freqs.weight", GgmlType::F32, {static_cast<int64_t>(factors.size())},
+        [factors](uint8_t* out, size_t bytes) { std::memcpy(out, factors.data(), bytes); });
+  }
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const LayerModules l = a.layer(i);
+    const std::string blk = "blk." + std::to_string(i) + ".";
+    add_norm(l.input_norm, blk + "attn_norm.weight");
+    if (a.qk_norm) {
+      add_norm(l.q_norm, blk + "attn_q_norm.weight");
+      add_norm(l.k_norm, blk + "attn_k_norm.weight");
+    }
+    add_linear(l.attention_input.at(0), blk + "attn_q", c.num_attention_heads);
+    add_linear(l.attention_input.at(1), blk + "attn_k", c.num_key_value_heads);
+    add_linear(l.attention_input.at(2), blk + "attn_v", 0);
+    add_linear(l.attention_output, blk + "attn_output", 0);
+    add_norm(l.post_attention_norm, blk + "ffn_norm.weight");
+    add_linear(l.mlp_input.at(0), blk + "ffn_gate", 0);
+    add_linear(l.mlp_input.at(1), blk + "ffn_up", 0);
+    add_linear(l.mlp_output, blk + "ffn_down", 0);
+  }
+  add_norm(a.final_norm, "output_norm.weight");
+  if (a.head) add_linear(*a.head, "output", 0);
+
+  // general.file_type: llama.cpp's llama_ftype of the main weights.
+  const Dtype main_dtype = qc.quantized() ? embed.dtype : Dtype::F32;
+  if (report.q4_0_tensors > 0) {
+    report.file_type = "Q4_0";
+    w.add_u32("general.file_type", 2);
+  } else {
+    report.file_type = std::string(dtype_name(main_dtype));
+    w.add_u32("general.file_type", main_dtype == Dtype::BF16  ? 32
+                                   : main_dtype == Dtype::F16 ? 1
+                                                              : 0);
+  }
+  w.add_u32("general.quantization_version", 2);
+  model::add_gguf_vocab(o.model_dir, c, w);
+
+  // Written next to the output and renamed into place: a failure leaves nothing behind.
+  const std::string staging = o.output + ".tmp-" + std::to_string(::getpid());
+  try {
+    w.write(staging);
+    fs::rename(staging, o.output);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(staging, ec);
+    throw;
+  }
+  report.tensors = static_cast<int64_t>(w.tensor_count());
+  report.bytes = fs::file_size(o.output);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace dq4

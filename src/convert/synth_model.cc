@@ -1,0 +1,277 @@
+// Synthetic Llama-family checkpoints, streamed chunk by chunk from a counter-based generator.
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "dq4/convert/synth.h"
+#include "dq4/kernels/error.h"
+#include "dq4/kernels/half.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/model/architecture.h"
+#include "model_files.h"
+#include "staging_dir.h"
+#include "synth_tokenizer.h"
+
+namespace dq4 {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kChunkElements = uint64_t{1} << 22;  // per append: 4M values
+constexpr uint64_t kTaskElements = uint64_t{1} << 16;   // per pool task
+
+uint64_t mix64(uint64_t z) {  // splitmix64's finalizer
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t tensor_key(uint64_t seed, std::string_view name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the name
+  for (const unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return mix64(h ^ mix64(seed));
+}
+
+// ~N(0, 1): four 16-bit uniforms in (0, 1), whose sum has mean 2 and variance 1/3.
+float unit_value_at(uint64_t key, uint64_t index) {
+  const uint64_t bits = mix64(key + 0x9e3779b97f4a7c15ull * (index + 1));
+  float sum = 0.0f;
+  for (int i = 0; i < 4; ++i) sum += (static_cast<float>((bits >> (16 * i)) & 0xffff) + 0.5f);
+  return (sum * (1.0f / 65536.0f) - 2.0f) * 1.7320508f;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// What a tensor's values are: value = offset + scale * unit.
+struct ValueRule {
+  float offset = 0, scale = 0;
+};
+
+ValueRule value_rule(const SynthOptions& o, std::string_view name) {
+  if (ends_with(name, "norm.weight")) return {1.0f, o.norm_spread};
+  if (ends_with(name, ".bias")) return {0.0f, o.bias_std};
+  return {0.0f, o.weight_std};
+}
+
+void store(Dtype dtype, float v, uint8_t* out) {
+  if (dtype == Dtype::F32) {
+    std::memcpy(out, &v, 4);
+    return;
+  }
+  const uint16_t bits = dtype == Dtype::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+  std::memcpy(out, &bits, 2);
+}
+
+std::string torch_dtype_name(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::F32:
+      return "float32";
+    case Dtype::BF16:
+      return "bfloat16";
+    case Dtype::F16:
+      return "float16";
+    default:
+      throw Error("synth: dtype " + std::string(dtype_name(dtype)) +
+                  " is not one of F32, BF16, F16");
+  }
+}
+
+void check_shapes(const ModelConfig& c) {
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"hidden_size", c.hidden_size},
+      {"intermediate_size", c.intermediate_size},
+      {"num_hidden_layers", c.num_hidden_layers},
+      {"num_attention_heads", c.num_attention_heads},
+      {"num_key_value_heads", c.num_key_value_heads},
+      {"head_dim", c.head_dim},
+      {"vocab_size", c.vocab_size},
+      {"max_position_embeddings", c.max_position_embeddings}};
+  for (const auto& [field, value] : sizes)
+    if (value <= 0)
+      throw Error("synth: " + std::string(field) + " must be positive, got " +
+                  std::to_string(value));
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    throw Error("synth: num_key_value_heads " + std::to_string(c.num_key_value_heads) +
+                " does not divide num_attention_heads " + std::to_string(c.num_attention_heads));
+}
+
+std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
+  std::vector<TensorSpec> tensors{
+      {"model.embed_tokens.weight", dtype, {c.vocab_size, c.hidden_size}},
+      {"model.norm.weight", dtype, {c.hidden_size}}};
+  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+    tensors.push_back({prefix + "input_layernorm.weight", dtype, {c.hidden_size}});
+    tensors.push_back({prefix + "post_attention_layernorm.weight", dtype, {c.hidden_size}});
+    if (c.architecture == "Qwen3ForCausalLM") {  // RMSNorm of each head's q and k
+      tensors.push_back({prefix + "self_attn.q_norm.weight", dtype, {c.head_dim}});
+      tensors.push_back({prefix + "self_attn.k_norm.weight", dtype, {c.head_dim}});
+    }
+  }
+  for (const LinearModule& m : Architecture::from_config(c, "synth config").linear_modules()) {
+    tensors.push_back({m.name + ".weight", dtype, {m.out_features, m.in_features}});
+    if (m.has_bias) tensors.push_back({m.name + ".bias", dtype, {m.out_features}});
+  }
+  std::sort(tensors.begin(), tensors.end(),
+            [](const TensorSpec& a, const TensorSpec& b) { return a.name < b.name; });
+  return tensors;
+}
+
+nlohmann::ordered_json rope_scaling_json(const RopeScaling& r) {
+  if (r.type.empty()) return nullptr;
+  nlohmann::ordered_json j;
+  j["factor"] = r.factor;
+  if (r.type == "llama3") {
+    j["high_freq_factor"] = r.high_freq_factor;
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["original_max_position_embeddings"] = r.original_max_position_embeddings;
+  }
+  j["rope_type"] = r.type;
+  return j;
+}
+
+nlohmann::ordered_json token_ids_json(const ModelConfig& c) {
+  if (c.eos_token_ids.empty()) return nullptr;
+  if (c.eos_token_ids.size() == 1) return c.eos_token_ids[0];
+  return c.eos_token_ids;
+}
+
+nlohmann::ordered_json config_json(const SynthOptions& o) {
+  const ModelConfig& c = o.config;
+  const bool qwen = c.architecture == "Qwen2ForCausalLM" || c.architecture == "Qwen3ForCausalLM";
+  nlohmann::ordered_json j;
+  j["architectures"] = {c.architecture};
+  j["model_type"] = c.model_type;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_dim"] = c.head_dim;
+  j["vocab_size"] = c.vocab_size;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["rope_theta"] = c.rope_theta;
+  j["rope_scaling"] = rope_scaling_json(c.rope_scaling);
+  j["hidden_act"] = c.hidden_act;
+  // Qwen2's config has no attention_bias: its q/k/v biases are implied.
+  if (c.architecture != "Qwen2ForCausalLM") j["attention_bias"] = c.attention_bias;
+  j["attention_dropout"] = 0.0;
+  if (c.architecture == "LlamaForCausalLM") j["mlp_bias"] = c.mlp_bias;
+  if (qwen) j["use_sliding_window"] = c.sliding_window > 0;
+  if (qwen || c.architecture == "MistralForCausalLM")
+    j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nullptr;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["bos_token_id"] = c.bos_token_id >= 0 ? nlohmann::ordered_json(c.bos_token_id) : nullptr;
+  j["eos_token_id"] = token_ids_json(c);
+  j["initializer_range"] = 0.02;
+  if (c.architecture == "LlamaForCausalLM") j["pretraining_tp"] = 1;
+  j["use_cache"] = true;
+  j["torch_dtype"] = torch_dtype_name(o.dtype);
+  return j;
+}
+
+nlohmann::ordered_json generation_config_json(const ModelConfig& c) {
+  nlohmann::ordered_json j;
+  if (c.bos_token_id >= 0) j["bos_token_id"] = c.bos_token_id;
+  j["eos_token_id"] = token_ids_json(c);
+  j["do_sample"] = false;
+  return j;
+}
+
+void write_json(const nlohmann::ordered_json& json, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << json.dump(2) << "\n";
+  out.close();
+  if (!out) throw Error("cannot write " + path);
+}
+
+// Writes one tensor in chunks, each filled in parallel.
+void write_tensor(const TensorSpec& t, const SynthOptions& o, CheckpointWriter& writer,
+                  std::vector<uint8_t>& chunk) {
+  const uint64_t key = tensor_key(o.seed, t.name);
+  const ValueRule rule = value_rule(o, t.name);
+  const size_t element_bytes = dtype_size(t.dtype);
+  const uint64_t total = t.bytes() / element_bytes;
+  for (uint64_t begin = 0; begin < total; begin += kChunkElements) {
+    const uint64_t count = std::min(kChunkElements, total - begin);
+    chunk.resize(count * element_bytes);
+    const int64_t tasks = static_cast<int64_t>((count + kTaskElements - 1) / kTaskElements);
+    ThreadPool::global().run(tasks, [&](int64_t task) {
+      const uint64_t first = static_cast<uint64_t>(task) * kTaskElements;
+      const uint64_t last = std::min(count, first + kTaskElements);
+      for (uint64_t i = first; i < last; ++i)
+        store(t.dtype,
+              rule.scale == 0 ? rule.offset
+                              : rule.offset + rule.scale * unit_value_at(key, begin + i),
+              chunk.data() + i * element_bytes);
+    });
+    writer.append(chunk.data(), chunk.size());
+  }
+}
+
+}  // namespace
+
+float synthetic_value(const SynthOptions& options, std::string_view name, uint64_t index) {
+  const ValueRule rule = value_rule(options, name);
+  if (rule.scale == 0) return rule.offset;
+  return rule.offset + rule.scale * unit_value_at(tensor_key(options.seed, name), index);
+}
+
+SynthReport write_synthetic_model(const SynthOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  check_shapes(options.config);
+  if (!options.tokenizer_dir.empty() && !fs::is_directory(options.tokenizer_dir))
+    throw Error("synth: tokenizer directory " + options.tokenizer_dir + " does not exist");
+  SynthOptions o = options;
+  std::optional<quant::SynthTokenizer> tokenizer;
+  if (o.tokenizer_dir.empty()) {
+    const bool qwen =
+        o.config.architecture == "Qwen2ForCausalLM" || o.config.architecture == "Qwen3ForCausalLM";
+    tokenizer = quant::make_synthetic_tokenizer(
+        o.config.vocab_size, qwen ? quant::TokenizerStyle::qwen : quant::TokenizerStyle::llama3);
+    o.config.bos_token_id = tokenizer->bos_id;
+    o.config.eos_token_ids = tokenizer->eos_ids;
+  }
+  const nlohmann::ordered_json config = config_json(o);  // also checks the dtype
+  const std::vector<TensorSpec> tensors = model_tensors(o.config, o.dtype);
+
+  quant::StagingDir staging(options.output_dir, options.replace_existing, options.notice);
+  CheckpointWriter writer(staging.path(), tensors, options.max_shard_bytes);
+  WriteProgress progress{0, static_cast<int64_t>(tensors.size()), 0, writer.total_data_bytes()};
+  std::vector<uint8_t> chunk;
+  SynthReport report;
+  for (const TensorSpec& t : tensors) {
+    write_tensor(t, o, writer, chunk);
+    report.parameters += t.bytes() / dtype_size(t.dtype);
+    ++progress.tensors_done;
+    progress.bytes_done = writer.data_bytes_written();
+    if (options.progress) options.progress(progress);
+  }
+  writer.finish();
+  quant::write_config_json(config, staging.path());
+  if (tokenizer) {
+    quant::write_synthetic_tokenizer(*tokenizer, staging.path());
+    write_json(generation_config_json(o.config), staging.path() + "/generation_config.json");
+  } else if (quant::copy_tokenizer_files(options.tokenizer_dir, staging.path()) == 0) {
+    throw Error("synth: " + options.tokenizer_dir + " holds no tokenizer files");
+  }
+  staging.commit();
+  report.bytes_written = quant::directory_bytes(options.output_dir);
+
+  report.output_dir = options.output_dir;
+  report.tensors = static_cast<int64_t>(tensors.size());
+  report.shards = writer.shard_count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace dq4

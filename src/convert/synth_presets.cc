@@ -1,0 +1,148 @@
+// The `dq4 synth` presets: real model shapes, and tiny models of each architecture, one row each.
+
+#include <string>
+#include <vector>
+
+#include "dq4/convert/synth.h"
+#include "dq4/kernels/error.h"
+
+namespace dq4 {
+namespace {
+
+enum class Arch { llama, mistral, qwen2, qwen3 };
+enum class Rope { none, llama3, linear };
+
+// A preset: the defaults are the tiny model of synth.h's comment (Llama, untied, no rope scaling).
+struct Preset {
+  const char* name;
+  Arch arch = Arch::llama;
+  int64_t hidden = 96, intermediate = 200, layers = 2, heads = 4, kv_heads = 2, head_dim = 24;
+  int64_t vocab = 384, context = 256;
+  double rms_norm_eps = 1e-5, rope_theta = 10000.0;
+  bool tied = false;
+  Rope rope = Rope::none;
+  double rope_factor = 1.0;
+  int64_t rope_original_context = 0;  // llama3
+  int64_t sliding_window = 0;         // 0: none
+  bool tiny = true;                   // weights ~N(0, 0.1^2), norms 1 + ~N(0, 0.1^2)
+};
+
+// Llama 3.x: shapes differ, the rest is shared.
+constexpr Preset llama3(const char* name, int64_t hidden, int64_t intermediate, int64_t layers,
+                        int64_t heads, int64_t head_dim, bool tied, double rope_factor) {
+  return {.name = name,
+          .hidden = hidden,
+          .intermediate = intermediate,
+          .layers = layers,
+          .heads = heads,
+          .kv_heads = 8,
+          .head_dim = head_dim,
+          .vocab = 128256,
+          .context = 131072,
+          .rope_theta = 500000.0,
+          .tied = tied,
+          .rope = Rope::llama3,
+          .rope_factor = rope_factor,
+          .rope_original_context = 8192,
+          .tiny = false};
+}
+
+// Each tiny model differs from "tiny" in one way.
+constexpr Preset kPresets[] = {
+    llama3("llama-1b", 2048, 8192, 16, 32, 64, true, 32.0),
+    llama3("llama-3b", 3072, 8192, 28, 24, 128, true, 32.0),
+    llama3("llama-8b", 4096, 14336, 32, 32, 128, false, 8.0),
+    {.name = "qwen3-0.6b",
+     .arch = Arch::qwen3,
+     .hidden = 1024,
+     .intermediate = 3072,
+     .layers = 28,
+     .heads = 16,
+     .kv_heads = 8,
+     .head_dim = 128,
+     .vocab = 151936,
+     .context = 40960,
+     .rms_norm_eps = 1e-6,
+     .rope_theta = 1000000.0,
+     .tied = true,
+     .tiny = false},
+    {.name = "tiny"},
+    {.name = "tiny-llama3",
+     .rope = Rope::llama3,
+     .rope_factor = 4.0,
+     .rope_original_context = 32},  // all three llama3 frequency bands occur
+    {.name = "tiny-linear-rope", .rope = Rope::linear, .rope_factor = 2.0},
+    {.name = "tiny-tied", .tied = true},
+    {.name = "tiny-mistral", .arch = Arch::mistral, .sliding_window = 16},
+    {.name = "tiny-qwen2", .arch = Arch::qwen2, .rms_norm_eps = 1e-6},
+    {.name = "tiny-qwen3", .arch = Arch::qwen3, .rms_norm_eps = 1e-6, .tied = true},
+};
+
+SynthOptions options_of(const Preset& p) {
+  SynthOptions o;
+  if (p.tiny) {
+    o.weight_std = 0.1f;
+    o.norm_spread = 0.1f;
+  }
+  o.dtype = Dtype::BF16;
+  ModelConfig& c = o.config;
+  switch (p.arch) {
+    case Arch::llama:
+      c.architecture = "LlamaForCausalLM", c.model_type = "llama";
+      break;
+    case Arch::mistral:
+      c.architecture = "MistralForCausalLM", c.model_type = "mistral";
+      break;
+    case Arch::qwen2:  // q/k/v biases
+      c.architecture = "Qwen2ForCausalLM", c.model_type = "qwen2";
+      c.attention_bias = true;
+      break;
+    case Arch::qwen3:  // q/k norms
+      c.architecture = "Qwen3ForCausalLM", c.model_type = "qwen3";
+      break;
+  }
+  c.hidden_size = p.hidden;
+  c.intermediate_size = p.intermediate;
+  c.num_hidden_layers = p.layers;
+  c.num_attention_heads = p.heads;
+  c.num_key_value_heads = p.kv_heads;
+  c.head_dim = p.head_dim;
+  c.vocab_size = p.vocab;
+  c.max_position_embeddings = p.context;
+  c.rms_norm_eps = p.rms_norm_eps;
+  c.rope_theta = p.rope_theta;
+  c.tie_word_embeddings = p.tied;
+  c.sliding_window = p.sliding_window;
+  if (p.rope != Rope::none) {
+    c.rope_scaling.type = p.rope == Rope::llama3 ? "llama3" : "linear";
+    c.rope_scaling.factor = p.rope_factor;
+  }
+  if (p.rope == Rope::llama3) {
+    c.rope_scaling.low_freq_factor = 1.0;
+    c.rope_scaling.high_freq_factor = 4.0;
+    c.rope_scaling.original_max_position_embeddings = p.rope_original_context;
+  }
+  c.torch_dtype = "bfloat16";
+  return o;
+}
+
+}  // namespace
+
+const std::vector<std::string>& synth_preset_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Preset& p : kPresets) out.emplace_back(p.name);
+    return out;
+  }();
+  return names;
+}
+
+SynthOptions synth_preset(std::string_view name) {
+  for (const Preset& p : kPresets)
+    if (name == p.name) return options_of(p);
+  std::string list;
+  for (const std::string& n : synth_preset_names()) list += (list.empty() ? "" : ", ") + n;
+  throw Error("synth: unknown preset '" + std::string(name) + "' (presets: " + list + ")");
+}
+
+}  // namespace dq4
