@@ -24,7 +24,7 @@ set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L ${DQ4_AARCH64_SYSROOT})
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 
-# Static executables: qemu-aarch64 7.2 (Debian 12) on this project's x86 hosts hangs inside the
+# Static executables: qemu-aarch64 7.2 (Debian 12) on some x86 hosts hangs inside the
 # dynamic glibc's pthread_create (a list walk that never ends under chained translation blocks),
 # so every test that starts a thread would hang; the same code linked statically runs.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static")

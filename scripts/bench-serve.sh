@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The serving benchmark of the README: a synthetic Llama-3.2-1B-shaped model (`dq4 synth --preset
-# llama-1b`) quantized W4A8 G32 by `dq4 quantize`, served by `dq4 serve` on loopback, measured by
-# `dq4 bench serve` at each concurrency (random prompts of INPUT_LEN tokens, OUTPUT_LEN generated,
-# greedy, ignore_eos); then the single stream and `dq4 bench model`'s decode on the same
-# directory and threads, alternating. Prints the table and the three targets' ratios.
+# The serving benchmark of docs/benchmarks.md: a synthetic Llama-3.2-1B-shaped model (`dq4 synth
+# --preset llama-1b`) quantized W4A8 G32 by `dq4 quantize`, served by `dq4 serve` on loopback,
+# measured by `dq4 bench serve` at each concurrency (random prompts of INPUT_LEN tokens,
+# OUTPUT_LEN generated, greedy, ignore_eos); then the single stream and `dq4 bench model`'s decode
+# on the same directory and threads, alternating. Prints the table and the three targets' ratios.
 #
 # Environment: CONCURRENCY (default 1,4,16,64, the sweep of `dq4 bench serve`), INPUT_LEN (256), OUTPUT_LEN (128), PROMPTS_PER_LEVEL
 # (requests per level: default the concurrency, at least 4), SINGLE_ROUNDS (rounds of the
@@ -61,9 +61,9 @@ for i in "${!levels_list[@]}"; do
     --input-len "$input_len" --output-len "$output_len" --seed "$((100 * i))" --json |
     jq -c '.[]' >> "$work/serve.jsonl"
 done
-# The single-stream comparison: hosts drift between speed states over minutes (this project's VM
-# by 10 % and more), so the server's single stream and `dq4 bench model`'s decode alternate, a
-# few seconds apart, SINGLE_ROUNDS times, and the ratio is the median of the rounds' ratios.
+# The single-stream comparison: shared hosts drift between speed states over minutes, so the
+# server's single stream and `dq4 bench model`'s decode alternate, a few seconds apart,
+# SINGLE_ROUNDS times, and the ratio is the median of the rounds' ratios.
 echo "== single stream vs dq4 bench model decode ($threads threads), alternating, $rounds rounds"
 : > "$work/single.jsonl"
 for r in $(seq "$rounds"); do

@@ -6,7 +6,7 @@
 # embeddings) run by llama.cpp through node-llama-cpp's prebuilt CPU library
 # (tests/js/llamacpp_bench.mjs). Prints both sides' prompt processing of 512 tokens and decode of
 # 128 tokens at each thread count, and dq4 / llama.cpp. The two sides alternate ROUNDS times
-# (default 3): a host whose speed drifts between states (as this project's VM does) then weighs
+# (default 3): a host whose speed drifts between states (as shared VMs do) then weighs
 # on both alike; the table has each side's median and the range of the rounds' ratios.
 # Needs ~5 GB in the scratch directory (BENCH_DIR, default: a new directory under /tmp), removed
 # at the end. DQ4_BIN overrides the binary (default build/dq4, built here when missing);

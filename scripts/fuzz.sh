@@ -55,8 +55,7 @@ dict_http_request_fuzz="$root/fuzz/http_request.dict"
 max_len_http_request_fuzz=8192
 # libFuzzer checks for leaks after every input whose mallocs and frees differ, which with a live
 # server's threads is nearly every input: each check scanned the whole heap (model, tokenizer,
-# server), 80 % of the run (116 -> 552 inputs/s without it). ASan still reports any leak when
-# the target exits.
+# server), most of the run. ASan still reports any leak when the target exits.
 options_http_request_fuzz=(-detect_leaks=0)
 
 options=()

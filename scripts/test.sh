@@ -9,7 +9,7 @@ cd "$root"
 export DQ4_FIXTURES="${DQ4_FIXTURES:-$(cd "$root/../shared/fixtures" 2>/dev/null && pwd || echo "$root/../shared/fixtures")}"
 jobs="$(nproc)"
 # Unity builds (8 files per compiler run) halve the build: most of a file's compile time is the
-# headers (nlohmann/json alone takes 5 s), parsed once per batch instead of once per file.
+# headers (nlohmann/json above all), parsed once per batch instead of once per file.
 # (test-arm.sh and fuzz.sh build the same way.)
 unity=(-DCMAKE_UNITY_BUILD=ON)  # CMake batches 8 files by default
 launcher=()

@@ -402,8 +402,8 @@ void Engine::Impl::run_batch(const std::vector<engine::ScheduledChunk>& chunks) 
       r.usage.cached_prompt_tokens = chunk.seq->first_cached_tokens;
     sampled.push_back({&r, r.choices[chunk.seq->choice].get()});
   }
-  // A 128K-vocabulary row takes ~0.25 ms to sample at temperature 1 (more with logprobs): the
-  // rows of a step are drawn on the model's threads, not one after another on this one.
+  // Sampling a row of a large vocabulary is not free (more so with logprobs): the rows of a step
+  // are drawn on the model's threads, not one after another on this one.
   std::vector<Draw> draws(sampled.size());
   ThreadPool& pool = model->pool() != nullptr ? *model->pool() : ThreadPool::global();
   pool.run(static_cast<int64_t>(sampled.size()), [&](int64_t i) {

@@ -25,8 +25,8 @@ uint64_t splitmix64(uint64_t& x) {
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 // The largest logit (NaNs never win; -infinity when every logit is NaN), in 16 independent lanes:
-// one running maximum compared element by element is a chain of dependent compares (~120 us for a
-// 128K vocabulary, per row, while the worker threads wait).
+// one running maximum compared element by element is a chain of dependent compares (slow for a
+// large vocabulary, per row, while the worker threads wait).
 float max_logit(std::span<const float> logits) {
   constexpr size_t kLanes = 16;
   float lane_max[kLanes];
@@ -117,8 +117,8 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
   }
   if (params_.temperature == 0) return argmax(logits);
 
-  // Weights exp((logit - max) / T) of every token (the maximum's is exactly 1), vectorized: a
-  // 128K vocabulary took 15 ms per row when every token's probability was computed and sorted.
+  // Weights exp((logit - max) / T) of every token (the maximum's is exactly 1), vectorized:
+  // computing and sorting every token's probability one by one is slow for a large vocabulary.
   const size_t vocab = logits.size();
   const float inv_t = 1.0f / params_.temperature;
   const float max = max_logit(logits);
@@ -150,8 +150,8 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
   };
   // Moves the `n` highest of order_ to its front in descending order of logit (ties: lower id
   // first), after the `sorted` already there. A flat distribution (a random model, a high
-  // temperature) has most of the vocabulary within the first spread: sorting all of it took
-  // 15 % of a 1B model's decode time at top-k 40.
+  // temperature) has most of the vocabulary within the first spread: sorting all of it would
+  // cost a visible share of decode time.
   size_t sorted = 0;
   const auto sort_first = [&](size_t n) {
     n = std::min(n, order_.size());
@@ -229,7 +229,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
 }
 
 double log_sum_exp(std::span<const float> logits) {
-  // exp in f32, vectorized (~2 ulp; a double exp per token took 2 ms per row of a 128K
+  // exp in f32, vectorized (~2 ulp; a double exp per token is far slower over a large
   // vocabulary, and logprobs or perplexity take one per row), summed in double.
   const float max = max_logit(logits);
   if (!std::isfinite(max)) return max;

@@ -31,9 +31,9 @@ float widen(Dtype dtype, const uint8_t* p) {
   }
 }
 
-// memcpy over the pool in 2 MiB pieces: stacking fused modules (~34 MB per layer for an MLP) was
-// a third of the main thread's load time with the other threads idle, its first writes faulting
-// in the destination's pages and its reads the checkpoint's.
+// memcpy over the pool in 2 MiB pieces: stacking fused modules (~34 MB per layer for an MLP) on
+// one thread makes a large share of the load serial, its first writes faulting in the
+// destination's pages and its reads the checkpoint's, while the other threads idle.
 void copy_in_parallel(void* to, const void* from, size_t bytes) {
   constexpr size_t kPiece = size_t{2} << 20;
   auto* dst = static_cast<uint8_t*>(to);

@@ -31,8 +31,7 @@ struct EngineOptions {
   int64_t max_num_seqs = 256;  // sequences (choices) in one step at most
   // Tokens (decode + prefill chunks) in one step at most; at least max_num_seqs. Every decoding
   // sequence waits for the whole step: on a CPU, where prefill runs at hundreds of tokens per
-  // second, 2048 stalled them for many seconds (1B model, 2 cores, 16 prompts of 256 tokens at
-  // once: 2048 gave inter-token p99 25 s and median TTFT 38 s, 512 gave 6.3 s and 29 s).
+  // second, a 2048-token budget stalls them for seconds (docs/benchmarks.md, "Serving").
   int64_t max_num_batched_tokens = 512;
   int64_t block_size = 16;  // tokens per KV block
   // The KV pool: kv_blocks when > 0, else as many blocks as kv_cache_memory bytes hold.

@@ -92,9 +92,9 @@ bool kernel_is_exact(const Kernel& kernel);
 // Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
 bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
 // The best exact kernel this CPU supports, or the one DQ4_ISA asks for: a comma-separated list
-// of `<kernel>` or `dense:<kernel>` entries (full grammar: README, "DQ4_ISA"). A plain name the
-// dense family lacks (e.g. avx512_vnni) keeps the automatic choice. Throws dq4::Error for names
-// no family knows and kernels this CPU cannot run. Decided once per process.
+// of `<kernel>` or `dense:<kernel>` entries (full grammar: docs/kernels.md, "DQ4_ISA"). A plain
+// name the dense family lacks (e.g. avx512_vnni) keeps the automatic choice. Throws dq4::Error for
+// names no family knows and kernels this CPU cannot run. Decided once per process.
 const Kernel& default_kernel();
 // Same choice, re-evaluated for the given DQ4_ISA value (empty = automatic). For `dq4 info`/tests.
 const Kernel& select_kernel(std::string_view isa_override);

@@ -42,9 +42,9 @@ class KvCache {
   const void* values(int64_t layer) const;
 
   // Maps every page of the pool in now, on `pool`'s threads, rather than on first use: a fresh
-  // block's first write faults in (and zeroes) a page on the step that writes it, and on a
-  // virtualized host that was ~2 % of a 16-stream decode step. A server sizes its pool once and
-  // keeps it, so it pays this at startup.
+  // block's first write faults in (and zeroes) a page on the step that writes it, which is
+  // costly on a virtualized host. A server sizes its pool once and keeps it, so it pays this at
+  // startup.
   void prefault(ThreadPool& pool);
 
  private:

@@ -4,7 +4,7 @@
 // trim_blocks and lstrip_blocks, the special tokens, `tools`, raise_exception, strftime_now).
 //
 // Supported: the Jinja2 statements, expressions, filters, tests and Python str/dict methods that
-// chat templates use (README: "Chat templates"). Anything else is a dq4::Error naming the
+// chat templates use (docs/architecture.md, "tokenizer"). Anything else is a dq4::Error naming the
 // construct and its line and column; so is any runtime error, and raise_exception("...") gives
 // a dq4::Error carrying the template's own message. Rendering is bounded in time, output size
 // and recursion depth whatever the template does.

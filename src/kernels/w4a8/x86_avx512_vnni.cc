@@ -248,8 +248,8 @@ void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, cons
 // ports with the nibble unpack, so the panel is unpacked into scratch once (unpack_panel) when it
 // fits, and tiles load ready planes. Tall tiles (8 rows x 32 columns: each unpacked vector feeds 8
 // VPDPBUSD, half the plane loads of 4 x 64) for every group size: on Zen 5 they beat 4 x 64 at
-// G = 32 too (3-15 % at M = 64-512); the reference VM (a Xeon, third session) measured 4 x 64
-// faster there, and 12 x 32 or 16 x 16 spill.
+// G = 32 too, where a Xeon favoured the wider tile's shared epilogue (docs/kernels.md); 12 x 32
+// or 16 x 16 spill.
 // tile<rows, Vectors, ...> over the panel's columns, for a run-time rows in 1..Rows.
 template <int Rows, int Vectors, bool kStream, bool kUnpacked = false>
 void tile_rows(const Layout& l, const PanelView& panel, const uint8_t* unpacked,

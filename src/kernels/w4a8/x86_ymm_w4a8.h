@@ -395,11 +395,10 @@ inline void unpack_panel(const Layout& l, const PanelView& panel, uint8_t* out) 
 }
 
 // Calls of more rows than this unpack each panel into scratch first: the unpack is then paid
-// once per panel rather than once per 4-row tile (channelwise and G >= 64: 4-7 % faster on Zen 3
-// at M = 64-256). Fewer rows are bound by memory, where a separate unpack pass would stream the
-// panel without overlapping any arithmetic. Not at G = 32: there the tiles, busy with the
-// per-group epilogue, lose more to reading twice the bytes per step than the unpack costs (3-8 %
-// slower, measured).
+// once per panel rather than once per 4-row tile (channelwise and G >= 64). Fewer rows are bound
+// by memory, where a separate unpack pass would stream the panel without overlapping any
+// arithmetic. Not at G = 32: there the tiles, busy with the per-group epilogue, lose more to
+// reading twice the bytes per step than the unpack saves (measurements: docs/kernels.md).
 constexpr int64_t kUnpackRows = 16;
 // The planes of a panel stay in L2 up to this size (K <= 16384).
 constexpr int64_t kMaxPlanesBytes = int64_t{1} << 20;

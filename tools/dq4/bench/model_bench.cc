@@ -87,8 +87,8 @@ struct Settings {
 // Decode starts after a prompt of this many tokens.
 constexpr int64_t kDecodePrompt = 16;
 
-// The ceilings are probed beside each repeat, not once for the run: this project's hosts drift by
-// 10-30 % within seconds, and a ratio against a probe taken a minute away measures the drift.
+// The ceilings are probed beside each repeat, not once for the run: a shared host's speed drifts
+// within seconds, and a ratio against a probe taken a minute away measures the drift.
 // Decode reads this much of the probe's buffer after every token (the buffer, 8x the chunk,
 // rotates: each chunk is read from memory, as the weights are), timed apart from the token.
 constexpr size_t kProbeChunk = size_t{32} << 20;

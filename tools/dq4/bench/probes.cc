@@ -418,7 +418,7 @@ std::vector<DotPeakRate> peak_rates(ThreadPool& pool, const PeakLoop& loop,
 
 CacheSize last_level_cache() {
   // The kernel's sysfs first: it reports the cache cpu0 shares (an AMD CCX: 32 MiB), where glibc's
-  // sysconf can report the whole socket's L3 (256 MiB on a Zen 3 VM), which only makes the cold
+  // sysconf can report the whole socket's L3 (hundreds of MiB on a VM), which only makes the cold
   // copies 8x larger and the run slower.
   if (const size_t sysfs = sysfs_last_level_cache(); sysfs > 0)
     return {sysfs, "/sys/devices/system/cpu/cpu0/cache"};
