@@ -66,7 +66,7 @@ dq4::ThreadPool& pool_of(int threads) {
 
 void bench_pack(benchmark::State& state, Case c, bool from_values, int threads) {
   const Operands ops(c);
-  dq4::w4a8::WeightSource source = ops.weights.source();
+  dq4::int4::WeightSource source = ops.weights.source();
   if (from_values) {
     source.packed = nullptr;
     source.values = ops.values.data();

@@ -33,7 +33,7 @@ std::vector<std::pair<const w4a8::Kernel*, const w4a16::Kernel*>> same_width_pai
 // channelwise scales stay f32 there).
 struct Bf16Scales {
   std::vector<uint16_t> scales;
-  w4a8::WeightSource source;
+  int4::WeightSource source;
   Bf16Scales(const W4A8Case& c, const W4A8Data& d) : source(d.source(c)) {
     if (c.group == 0 || c.group == c.k) return;
     const int64_t groups = (c.k + c.group - 1) / c.group;
@@ -45,7 +45,7 @@ struct Bf16Scales {
         scales.push_back(static_cast<uint16_t>(bits >> 16));
       }
     source.scales = scales.data();
-    source.scale_type = w4a8::ScaleType::bf16;
+    source.scale_type = int4::ScaleType::bf16;
   }
 };
 
@@ -55,7 +55,7 @@ TEST(W4A16SharedLayout, PacksAreByteIdenticalToW4A8) {
   for (const W4A8Case& c : w4a8_cases()) {
     if (c.m != 1 || c.huge_scales) continue;
     const W4A8Data d = make_data(c);
-    const bool shareable = c.group == 0 || c.group == c.k || c.scale_type == w4a8::ScaleType::bf16;
+    const bool shareable = c.group == 0 || c.group == c.k || c.scale_type == int4::ScaleType::bf16;
     for (const auto& [k8, k16] : same_width_pairs()) {
       const auto p8 = w4a8::pack(d.source(c), *k8, &pool);
       const auto p16 = w4a16::pack(d.source(c), *k16, &pool);

@@ -44,7 +44,7 @@ TEST(W4A8KnownAnswer, WorkedChannelwiseOutputOnEveryKernel) {
   const int8_t w[] = {1, -8, 7, 3};
   const float scale = 0.125f;
   for (const w4a8::Kernel* kernel : runnable_kernels()) {
-    w4a8::WeightSource source;
+    int4::WeightSource source;
     source.n = 1;
     source.k = 4;
     source.values = w;
@@ -109,12 +109,12 @@ TEST(W4A8KnownAnswer, CompressedTensorsPackVectors) {
 
     // Packing the kernel weights from either encoding gives the same bytes.
     std::vector<float> scales(static_cast<size_t>(rows), 1.0f);
-    w4a8::WeightSource from_values;
+    int4::WeightSource from_values;
     from_values.n = rows;
     from_values.k = cols;
     from_values.values = values.data();
     from_values.scales = scales.data();
-    w4a8::WeightSource from_words = from_values;
+    int4::WeightSource from_words = from_values;
     from_words.values = nullptr;
     from_words.packed = words.data();
     for (const w4a8::Kernel* kernel : runnable_kernels()) {

@@ -81,7 +81,7 @@ TEST(W4A8QuantizedActivations, AnyKernelsActivationsServeEveryKernel) {
 // One quantized input for weights of every group size (partial last groups included), reused.
 TEST(W4A8QuantizedActivations, OneInputServesEveryGroupSize) {
   ThreadPool pool(2);
-  const W4A8Case base{9, 70, 300, 0, true, w4a8::ScaleType::bf16};
+  const W4A8Case base{9, 70, 300, 0, true, int4::ScaleType::bf16};
   const W4A8Data input = make_data(base, 7);
   for (const w4a8::Kernel* kernel : runnable_kernels()) {
     w4a8::QuantizedActivations x;

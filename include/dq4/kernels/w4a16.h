@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/int4.h"
 #include "dq4/kernels/matmul_args.h"
 #include "dq4/kernels/w4a8.h"
 
@@ -42,9 +43,6 @@ namespace dq4::w4a16 {
 // One implementation of the family (scalar reference or one ISA). Opaque; see kernel_name().
 struct Kernel;
 
-// The weights as a checkpoint holds them: the same int4 sources as W4A8.
-using ScaleType = w4a8::ScaleType;
-using WeightSource = w4a8::WeightSource;
 using MatmulArgs = dq4::MatmulArgs;
 
 // Packed weights: owned, aligned, in the shared int4 layout for the kernel that packed them.
@@ -63,7 +61,7 @@ class PackedWeights {
   const uint8_t* data() const { return data_.data(); }
 
  private:
-  friend PackedWeights pack(const WeightSource&, const Kernel&, ThreadPool*);
+  friend PackedWeights pack(const int4::WeightSource&, const Kernel&, ThreadPool*);
   AlignedBuffer data_;
   const Kernel* kernel_ = nullptr;
   int64_t n_ = 0, k_ = 0, group_size_ = 0;
@@ -88,8 +86,11 @@ const Kernel& select_kernel(std::string_view isa_override);
 
 // Packs `source` for `kernel` (multi-threaded over `pool`, default the global pool).
 // Throws dq4::Error naming the field for any invalid input.
-PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool = nullptr);
-inline PackedWeights pack(const WeightSource& source) { return pack(source, default_kernel()); }
+PackedWeights pack(const int4::WeightSource& source, const Kernel& kernel,
+                   ThreadPool* pool = nullptr);
+inline PackedWeights pack(const int4::WeightSource& source) {
+  return pack(source, default_kernel());
+}
 
 // Y = clamp(X . dequant(W)^T + bias). Throws dq4::Error on invalid arguments, including
 // activations that are not finite.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/int4.h"
 #include "dq4/kernels/matmul_args.h"
 
 namespace dq4 {
@@ -28,20 +29,6 @@ namespace dq4::w4a8 {
 
 // One implementation of the family (scalar reference or one ISA). Opaque; see kernel_name().
 struct Kernel;
-
-enum class ScaleType { f32, bf16, f16 };
-
-// Int4 weights as a checkpoint holds them. Give exactly one of `values` or `packed`.
-struct WeightSource {
-  int64_t n = 0;                    // output channels (rows of W)
-  int64_t k = 0;                    // input features
-  int64_t group_size = 0;           // 0 or k: channelwise; else a multiple of 32, at most k
-  const int8_t* values = nullptr;   // [n, k] int8 in [-8, 7] (compressed-tensors int-quantized)
-  const int32_t* packed = nullptr;  // [n, ceil(k/8)] (pack-quantized: nibble q+8, LSB first)
-  const void* scales = nullptr;     // [n, groups] of scale_type; groups = ceil(k / group_size)
-  ScaleType scale_type = ScaleType::f32;
-  const float* bias = nullptr;  // [n] or null
-};
 
 // Packed weights: owned, aligned, in the layout of the kernel that packed them, with everything
 // the epilogue needs (scales, per-column sums, bias).
@@ -58,7 +45,7 @@ class PackedWeights {
   const uint8_t* data() const { return data_.data(); }
 
  private:
-  friend PackedWeights pack(const WeightSource&, const Kernel&, ThreadPool*);
+  friend PackedWeights pack(const int4::WeightSource&, const Kernel&, ThreadPool*);
   AlignedBuffer data_;
   const Kernel* kernel_ = nullptr;
   int64_t n_ = 0, k_ = 0, group_size_ = 0;
@@ -83,8 +70,11 @@ const Kernel& select_kernel(std::string_view isa_override);
 
 // Packs `source` for `kernel` (multi-threaded over `pool`, default the global pool).
 // Throws dq4::Error naming the field for any invalid input.
-PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool = nullptr);
-inline PackedWeights pack(const WeightSource& source) { return pack(source, default_kernel()); }
+PackedWeights pack(const int4::WeightSource& source, const Kernel& kernel,
+                   ThreadPool* pool = nullptr);
+inline PackedWeights pack(const int4::WeightSource& source) {
+  return pack(source, default_kernel());
+}
 
 using MatmulArgs = ::dq4::MatmulArgs;  // shared by every kernel family
 
