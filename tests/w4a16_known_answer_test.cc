@@ -35,7 +35,7 @@ TEST(W4A16KnownAnswer, ChannelwiseDotProduct) {
     source.values = w;
     source.scales = &scale;
     source.bias = &bias;
-    EXPECT_EQ(run_one(source, *kernel, x), 1.625f) << w4a16::kernel_name(*kernel);
+    EXPECT_EQ(run_one(source, *kernel, x), 1.625f) << w4a16::family().name(*kernel);
   }
 }
 
@@ -59,7 +59,7 @@ TEST(W4A16KnownAnswer, GroupChainsRoundInKOrder) {
     source.scales = scales;
     source.scale_type = int4::ScaleType::bf16;
     source.bias = &bias;
-    EXPECT_EQ(run_one(source, *kernel, x.data()), -1.25f) << w4a16::kernel_name(*kernel);
+    EXPECT_EQ(run_one(source, *kernel, x.data()), -1.25f) << w4a16::family().name(*kernel);
   }
 }
 
@@ -76,7 +76,7 @@ TEST(W4A16KnownAnswer, F32GroupScalesAreUsedExactly) {
     source.group_size = 32;
     source.values = w.data();
     source.scales = scales;
-    EXPECT_EQ(run_one(source, *kernel, x.data()), expected) << w4a16::kernel_name(*kernel);
+    EXPECT_EQ(run_one(source, *kernel, x.data()), expected) << w4a16::family().name(*kernel);
     EXPECT_TRUE(w4a16::pack(source, *kernel).f32_group_scales());
   }
 }

@@ -31,7 +31,7 @@ std::vector<float> run_w4a16(const W4A8Case& c, const W4A8Data& d, const w4a16::
 }
 
 std::vector<const w4a16::Kernel*> runnable_w4a16_kernels() {
-  return supported_here(w4a16::compiled_kernels());
+  return supported_here(w4a16::family());
 }
 
 float source_scale(const W4A8Case& c, const W4A8Data& d, int64_t n, int64_t g) {

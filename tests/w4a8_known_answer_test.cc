@@ -58,7 +58,7 @@ TEST(W4A8KnownAnswer, WorkedChannelwiseOutputOnEveryKernel) {
     args.y = &y;
     args.ldy = 1;
     w4a8::matmul(packed, args);
-    EXPECT_EQ(y, 1.11911762f) << w4a8::kernel_name(*kernel);  // U = 761; exact answer 1.125
+    EXPECT_EQ(y, 1.11911762f) << w4a8::family().name(*kernel);  // U = 761; exact answer 1.125
   }
 }
 
@@ -120,7 +120,7 @@ TEST(W4A8KnownAnswer, CompressedTensorsPackVectors) {
     for (const w4a8::Kernel* kernel : runnable_kernels()) {
       const auto a = w4a8::pack(from_values, *kernel), b = w4a8::pack(from_words, *kernel);
       ASSERT_EQ(a.bytes(), b.bytes());
-      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << w4a8::kernel_name(*kernel);
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << w4a8::family().name(*kernel);
     }
     ++checked;
   }

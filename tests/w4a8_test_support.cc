@@ -270,8 +270,6 @@ std::vector<float> run_w4a8(const W4A8Case& c, const W4A8Data& d, const w4a8::Ke
   return y;
 }
 
-std::vector<const w4a8::Kernel*> runnable_kernels() {
-  return supported_here(w4a8::compiled_kernels());
-}
+std::vector<const w4a8::Kernel*> runnable_kernels() { return supported_here(w4a8::family()); }
 
 }  // namespace dq4::test
