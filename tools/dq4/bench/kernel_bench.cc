@@ -45,11 +45,11 @@ struct Run {
         info(out),
         isa(w4a8::family().name(*g.kernel)),
         cold_budget(budget),
-        refs(budget, g.has_kind("w4a8") ? dot_peak_for(isa) : DotPeak::none,
-             g.has_kind("w4a16") ? fma_peak_for(w4a16::family().name(*g.w4a16_kernel))
+        refs(budget, g.has_kind("w4a8") ? dot_peak_for(*g.kernel) : DotPeak::none,
+             g.has_kind("w4a16") ? fma_peak_for(w4a16::family(), *g.w4a16_kernel)
              : g.has_kind("dense-bf16") || g.has_kind("dense-f32")
-                 ? fma_peak_for(dense::family().name(*g.dense_kernel))
-             : g.has_kind("attention") ? fma_peak_for(attention::family().name(*g.attention_kernel))
+                 ? fma_peak_for(dense::family(), *g.dense_kernel)
+             : g.has_kind("attention") ? fma_peak_for(attention::family(), *g.attention_kernel)
                                        : FmaPeak::none,
              g.threads) {}
 

@@ -258,8 +258,7 @@ int run_model_bench(int argc, char** argv, int first) {
   options.linear = linear_options(args);
   options.quantize_group = quantize_option(args);
   if (synth && !options.quantize_group) options.quantize_group = 32;  // the synthetic model is BF16
-  Probes probes{ReadBandwidthProbe(kProbeBytes),
-                dot_peak_for(w4a8::family().name(w4a8::family().default_kernel()))};
+  Probes probes{ReadBandwidthProbe(kProbeBytes), dot_peak_for(w4a8::family().default_kernel())};
   std::vector<Case> cases;
   size_t packed = 0, embedding = 0;
   double load_seconds = 0;
