@@ -1,5 +1,5 @@
 // Runtime dispatch of the attention family and its place in the DQ4_ISA grammar
-// (src/kernels/family.h): `attention:<kernel>` targets it alone.
+// (dq4/kernels/kernel_family.h): `attention:<kernel>` targets it alone.
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Runtime dispatch of the dense family and the DQ4_ISA grammar shared by every family
-// (src/kernels/family.h): plain names apply to every family that has them, `family:kernel`
+// (dq4/kernels/kernel_family.h): plain names apply to every family that has them, `family:kernel`
 // to one family, and names no family knows are errors.
 
 #include <gtest/gtest.h>
