@@ -66,14 +66,14 @@ dq4::ThreadPool& pool_of(int threads) {
 
 void bench_pack(benchmark::State& state, Case c, bool from_values, int threads) {
   const Operands ops(c);
-  dq4::w4a8::WeightSource source = ops.weights.source();
+  dq4::int4::WeightSource source = ops.weights.source();
   if (from_values) {
     source.packed = nullptr;
     source.values = ops.values.data();
   }
   const double input_bytes = (from_values ? 1.0 : 0.5) * static_cast<double>(c.n * c.k) +
                              4.0 * static_cast<double>(ops.weights.scales.size());
-  const dq4::w4a8::Kernel& kernel = dq4::w4a8::default_kernel();
+  const dq4::w4a8::Kernel& kernel = dq4::w4a8::family().default_kernel();
   for (auto _ : state) {
     dq4::w4a8::PackedWeights packed = dq4::w4a8::pack(source, kernel, &pool_of(threads));
     benchmark::DoNotOptimize(packed.data());
@@ -82,12 +82,12 @@ void bench_pack(benchmark::State& state, Case c, bool from_values, int threads) 
       static_cast<int64_t>(input_bytes * static_cast<double>(state.iterations())));
   state.counters["GB_per_thread"] = benchmark::Counter(
       input_bytes * 1e-9 / threads, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(dq4::w4a8::kernel_name(kernel)));
+  state.SetLabel(std::string(dq4::w4a8::family().name(kernel)));
 }
 
 void bench_matmul(benchmark::State& state, Case c, int threads) {
   const Operands ops(c);
-  const dq4::w4a8::Kernel& kernel = dq4::w4a8::default_kernel();
+  const dq4::w4a8::Kernel& kernel = dq4::w4a8::family().default_kernel();
   const dq4::w4a8::PackedWeights packed = dq4::w4a8::pack(ops.weights.source(), kernel);
   const std::vector<float> x = dq4::cli::bench::random_normal(static_cast<size_t>(c.m * c.k), 3);
   std::vector<float> y(static_cast<size_t>(c.m * c.n));
@@ -107,7 +107,7 @@ void bench_matmul(benchmark::State& state, Case c, int threads) {
   state.counters["GFLOPs"] =
       benchmark::Counter(2e-9 * static_cast<double>(c.m * c.n) * static_cast<double>(c.k),
                          benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(dq4::w4a8::kernel_name(kernel)));
+  state.SetLabel(std::string(dq4::w4a8::family().name(kernel)));
 }
 
 void register_benchmarks() {

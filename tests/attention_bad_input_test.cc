@@ -116,8 +116,8 @@ TEST(AttentionBadInput, EveryKernelRunsOrIsRefused) {
   AttentionCase c;
   const AttentionData d = make_attention_data(c);
   std::vector<float> out(static_cast<size_t>(d.ld));
-  for (const attention::Kernel* kernel : attention::compiled_kernels()) {
-    if (attention::kernel_supported(*kernel))
+  for (const attention::Kernel* kernel : attention::family().kernels()) {
+    if (attention::family().supported(*kernel))
       EXPECT_NO_THROW(attention::run(d.args(c, out.data()), *kernel));
     else
       expect_error([&] { attention::run(d.args(c, out.data()), *kernel); },

@@ -1,5 +1,5 @@
 // Runtime dispatch of the attention family and its place in the DQ4_ISA grammar
-// (src/kernels/family.h): `attention:<kernel>` targets it alone.
+// (dq4/kernels/kernel_family.h): `attention:<kernel>` targets it alone.
 
 #include <gtest/gtest.h>
 
@@ -13,50 +13,50 @@ namespace dq4::test {
 namespace {
 
 TEST(AttentionDispatch, ReferenceIsAlwaysCompiledAndSupported) {
-  const attention::Kernel* reference = attention::find_kernel("reference");
+  const attention::Kernel* reference = attention::family().find("reference");
   ASSERT_NE(reference, nullptr);
-  EXPECT_TRUE(attention::kernel_supported(*reference));
-  EXPECT_EQ(attention::compiled_kernels().front(), reference);
+  EXPECT_TRUE(attention::family().supported(*reference));
+  EXPECT_EQ(attention::family().kernels().front(), reference);
 }
 
 TEST(AttentionDispatch, AutomaticChoiceIsTheBestSupportedKernel) {
-  const attention::Kernel& chosen = attention::select_kernel("");
-  EXPECT_TRUE(attention::kernel_supported(chosen));
+  const attention::Kernel& chosen = attention::family().select("");
+  EXPECT_TRUE(attention::family().supported(chosen));
   // For scripts that know which kernel a given CPU must get (scripts/test-arm.sh reads the XML).
-  RecordProperty("attention_chosen_kernel", std::string(attention::kernel_name(chosen)));
-  const auto kernels = attention::compiled_kernels();
+  RecordProperty("attention_chosen_kernel", std::string(attention::family().name(chosen)));
+  const auto kernels = attention::family().kernels();
   bool after = false;
   for (const attention::Kernel* k : kernels) {
     if (after) {
-      EXPECT_FALSE(attention::kernel_supported(*k))
-          << "a better kernel is supported: " << attention::kernel_name(*k);
+      EXPECT_FALSE(attention::family().supported(*k))
+          << "a better kernel is supported: " << attention::family().name(*k);
     }
     if (k == &chosen) after = true;
   }
 }
 
 TEST(AttentionDispatch, OverrideSelectsEachSupportedKernel) {
-  for (const attention::Kernel* k : attention::compiled_kernels()) {
-    const std::string name(attention::kernel_name(*k));
-    if (attention::kernel_supported(*k)) {
-      EXPECT_EQ(&attention::select_kernel(name), k);
-      EXPECT_EQ(&attention::select_kernel("attention:" + name), k);
+  for (const attention::Kernel* k : attention::family().kernels()) {
+    const std::string name(attention::family().name(*k));
+    if (attention::family().supported(*k)) {
+      EXPECT_EQ(&attention::family().select(name), k);
+      EXPECT_EQ(&attention::family().select("attention:" + name), k);
     } else {
-      expect_error([&] { attention::select_kernel(name); }, "which this CPU lacks");
+      expect_error([&] { attention::family().select(name); }, "which this CPU lacks");
     }
   }
 }
 
 TEST(AttentionDispatch, FamilyEntriesTargetOnlyTheirFamily) {
-  const attention::Kernel& automatic = attention::select_kernel("");
-  EXPECT_EQ(&attention::select_kernel("dense:reference"), &automatic);
-  EXPECT_EQ(&attention::select_kernel("avx512_vnni,neon_i8mm"), &automatic);
-  EXPECT_EQ(&attention::select_kernel("dense:reference,attention:reference"),
-            attention::find_kernel("reference"));
-  EXPECT_EQ(&dense::select_kernel("attention:reference"), &dense::select_kernel(""));
-  expect_error([] { attention::select_kernel("attention:vnni"); },
+  const attention::Kernel& automatic = attention::family().select("");
+  EXPECT_EQ(&attention::family().select("dense:reference"), &automatic);
+  EXPECT_EQ(&attention::family().select("avx512_vnni,neon_i8mm"), &automatic);
+  EXPECT_EQ(&attention::family().select("dense:reference,attention:reference"),
+            attention::family().find("reference"));
+  EXPECT_EQ(&dense::family().select("attention:reference"), &dense::family().select(""));
+  expect_error([] { attention::family().select("attention:vnni"); },
                {"names no kernel 'vnni' of attention"});
-  expect_error([] { attention::select_kernel("attentoin:reference"); },
+  expect_error([] { attention::family().select("attentoin:reference"); },
                {"'attentoin' is not a kernel family"});
 }
 

@@ -12,7 +12,7 @@
 namespace dq4::test {
 namespace {
 
-const attention::Kernel& reference() { return *attention::find_kernel("reference"); }
+const attention::Kernel& reference() { return *attention::family().find("reference"); }
 
 ::testing::AssertionResult attention_padding_untouched(const AttentionCase& c,
                                                        const AttentionData& d,
@@ -33,7 +33,7 @@ TEST(AttentionExact, EveryVariantMatchesTheReferenceAtAnyThreadCount) {
     for (const attention::Kernel* kernel : runnable_attention_kernels()) {
       const std::vector<float> got = run_attention(c, d, *kernel);
       ASSERT_TRUE(same_bits(want, got, d.ld,
-                            std::string(attention::kernel_name(*kernel)) + " " + c.name()));
+                            std::string(attention::family().name(*kernel)) + " " + c.name()));
       ASSERT_TRUE(attention_padding_untouched(c, d, got));
     }
   }
@@ -64,7 +64,7 @@ TEST(AttentionExact, ABatchOfSequencesEqualsOneCallEach) {
       for (size_t i = 0; i < cases.size(); ++i) {
         const std::vector<float> want = run_attention(cases[i], data[i], *kernel);
         ASSERT_TRUE(same_bits(want, outs[i], data[i].ld,
-                              std::string(attention::kernel_name(*kernel)) + " batched " +
+                              std::string(attention::family().name(*kernel)) + " batched " +
                                   cases[i].name() + " threads " + std::to_string(threads)));
       }
     }
@@ -104,7 +104,7 @@ TEST(AttentionAccuracy, ScoresBeyondExpOverflowStayFinite) {
       for (int64_t i = 0; i < c.tokens; ++i)
         for (int64_t k = 0; k < c.num_heads() * c.head_dim; ++k)
           ASSERT_TRUE(std::isfinite(out[i * d.ld + k]))
-              << attention::kernel_name(*kernel) << " " << c.name() << " row " << i;
+              << attention::family().name(*kernel) << " " << c.name() << " row " << i;
       ++checked;
     }
   }

@@ -221,7 +221,7 @@ ExactAttention exact_attention(const AttentionCase& c, const AttentionData& d, i
 }
 
 std::vector<const attention::Kernel*> runnable_attention_kernels() {
-  return supported_here(attention::compiled_kernels());
+  return supported_here(attention::family());
 }
 
 }  // namespace dq4::test

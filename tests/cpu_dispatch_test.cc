@@ -13,23 +13,23 @@ namespace dq4 {
 namespace {
 
 TEST(CpuDispatch, ReferenceIsAlwaysCompiledAndSupported) {
-  const w4a8::Kernel* reference = w4a8::find_kernel("reference");
+  const w4a8::Kernel* reference = w4a8::family().find("reference");
   ASSERT_NE(reference, nullptr);
-  EXPECT_TRUE(w4a8::kernel_supported(*reference));
-  EXPECT_EQ(w4a8::compiled_kernels().front(), reference);
+  EXPECT_TRUE(w4a8::family().supported(*reference));
+  EXPECT_EQ(w4a8::family().kernels().front(), reference);
 }
 
 TEST(CpuDispatch, AutomaticChoiceIsTheBestSupportedKernel) {
-  const w4a8::Kernel& chosen = w4a8::select_kernel("");
-  EXPECT_TRUE(w4a8::kernel_supported(chosen));
+  const w4a8::Kernel& chosen = w4a8::family().select("");
+  EXPECT_TRUE(w4a8::family().supported(chosen));
   // For scripts that know which kernel a given CPU must get (scripts/test-arm.sh reads the XML).
-  RecordProperty("chosen_kernel", std::string(w4a8::kernel_name(chosen)));
-  const auto kernels = w4a8::compiled_kernels();
+  RecordProperty("chosen_kernel", std::string(w4a8::family().name(chosen)));
+  const auto kernels = w4a8::family().kernels();
   bool after = false;
   for (const w4a8::Kernel* k : kernels) {
     if (after) {
-      EXPECT_FALSE(w4a8::kernel_supported(*k))
-          << "a better kernel is supported: " << w4a8::kernel_name(*k);
+      EXPECT_FALSE(w4a8::family().supported(*k))
+          << "a better kernel is supported: " << w4a8::family().name(*k);
     }
     if (k == &chosen) after = true;
   }
@@ -37,14 +37,14 @@ TEST(CpuDispatch, AutomaticChoiceIsTheBestSupportedKernel) {
 
 TEST(CpuDispatch, OverrideSelectsEachSupportedKernel) {
   std::string supported;
-  for (const w4a8::Kernel* k : w4a8::compiled_kernels()) {
-    const std::string name(w4a8::kernel_name(*k));
-    if (w4a8::kernel_supported(*k)) {
+  for (const w4a8::Kernel* k : w4a8::family().kernels()) {
+    const std::string name(w4a8::family().name(*k));
+    if (w4a8::family().supported(*k)) {
       supported += (supported.empty() ? "" : " ") + name;
-      EXPECT_EQ(&w4a8::select_kernel(name), k);
+      EXPECT_EQ(&w4a8::family().select(name), k);
     } else {
       try {
-        w4a8::select_kernel(name);
+        w4a8::family().select(name);
         ADD_FAILURE() << "unsupported kernel " << name << " was selected";
       } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("which this CPU lacks"), std::string::npos)
@@ -57,7 +57,7 @@ TEST(CpuDispatch, OverrideSelectsEachSupportedKernel) {
 
 TEST(CpuDispatch, UnknownOverrideNamesTheAvailableKernels) {
   try {
-    w4a8::select_kernel("sse9");
+    w4a8::family().select("sse9");
     ADD_FAILURE() << "unknown kernel accepted";
   } catch (const Error& e) {
     const std::string message = e.what();

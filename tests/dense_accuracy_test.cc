@@ -27,7 +27,7 @@ void expect_within(const DenseCase& c, const dense::Kernel& kernel, double relat
                            0x1p-126 * (e.weight_sum + 2.0 * static_cast<double>(c.k));
       const double want = clamp(e.value, c.lo, c.hi);
       ASSERT_LE(std::fabs(y[m * data.ldy + n] - want), bound)
-          << dense::kernel_name(kernel) << " " << c.name() << " row " << m << " column " << n
+          << dense::family().name(kernel) << " " << c.name() << " row " << m << " column " << n
           << ": " << y[m * data.ldy + n] << " vs " << want;
     }
 }
@@ -35,14 +35,14 @@ void expect_within(const DenseCase& c, const dense::Kernel& kernel, double relat
 TEST(DenseAccuracy, ReferenceIsOneF32FmaChain) {
   for (const DenseCase& c : dense_cases()) {
     if (c.rows == DenseRows::huge || c.m > 17) continue;
-    expect_within(c, *dense::find_kernel("reference"), static_cast<double>(c.k + 2) * 0x1p-23);
+    expect_within(c, *dense::family().find("reference"), static_cast<double>(c.k + 2) * 0x1p-23);
   }
 }
 
 TEST(DenseAccuracy, Bf16ActivationKernelMeetsItsStatedBound) {
   int checked = 0;
   for (const dense::Kernel* kernel : runnable_dense_kernels()) {
-    if (dense::kernel_is_exact(*kernel)) continue;
+    if (dense::family().exact(*kernel)) continue;
     for (const DenseCase& c : dense_cases()) {
       if (c.rows == DenseRows::huge || c.type != dense::WeightType::bf16) continue;
       expect_within(c, *kernel, 0x1p-8 + static_cast<double>(c.k + 2) * 0x1p-23);
@@ -54,11 +54,10 @@ TEST(DenseAccuracy, Bf16ActivationKernelMeetsItsStatedBound) {
 
 // The bf16-activation kernels are the only inexact ones; the automatic choice is always exact.
 TEST(DenseAccuracy, OnlyExactKernelsAreChosenAutomatically) {
-  EXPECT_TRUE(dense::kernel_is_exact(dense::select_kernel("")));
-  for (const dense::Kernel* kernel : dense::compiled_kernels()) {
-    const std::string name(dense::kernel_name(*kernel));
-    EXPECT_EQ(dense::kernel_is_exact(*kernel), name != "avx512_bf16" && name != "neon_bf16")
-        << name;
+  EXPECT_TRUE(dense::family().exact(dense::family().select("")));
+  for (const dense::Kernel* kernel : dense::family().kernels()) {
+    const std::string name(dense::family().name(*kernel));
+    EXPECT_EQ(dense::family().exact(*kernel), name != "avx512_bf16" && name != "neon_bf16") << name;
   }
 }
 

@@ -210,7 +210,7 @@ ExactOutput exact_output(const DenseCase& c, const DenseData& d, int64_t m, int6
 }
 
 std::vector<const dense::Kernel*> runnable_dense_kernels() {
-  return supported_here(dense::compiled_kernels());
+  return supported_here(dense::family());
 }
 
 }  // namespace dq4::test

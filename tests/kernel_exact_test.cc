@@ -22,9 +22,9 @@ struct W4A8Family {
   using Kernel = w4a8::Kernel;
   static std::vector<Case> cases() { return w4a8_cases(); }
   static W4A8Data data(const Case& c) { return make_data(c); }
-  static const Kernel& reference() { return *w4a8::find_kernel("reference"); }
+  static const Kernel& reference() { return *w4a8::family().find("reference"); }
   static std::vector<const Kernel*> kernels() { return runnable_kernels(); }
-  static std::string name(const Kernel& k) { return std::string(w4a8::kernel_name(k)); }
+  static std::string name(const Kernel& k) { return std::string(w4a8::family().name(k)); }
   static bool exact_on(const Kernel&, const Case&) { return true; }
   static std::vector<float> run(const Case& c, const W4A8Data& d, const Kernel& k,
                                 ThreadPool& pool) {
@@ -37,9 +37,9 @@ struct W4A16Family {
   using Kernel = w4a16::Kernel;
   static std::vector<Case> cases() { return w4a8_cases(); }
   static W4A8Data data(const Case& c) { return make_data(c); }
-  static const Kernel& reference() { return *w4a16::find_kernel("reference"); }
+  static const Kernel& reference() { return *w4a16::family().find("reference"); }
   static std::vector<const Kernel*> kernels() { return runnable_w4a16_kernels(); }
-  static std::string name(const Kernel& k) { return std::string(w4a16::kernel_name(k)); }
+  static std::string name(const Kernel& k) { return std::string(w4a16::family().name(k)); }
   static bool exact_on(const Kernel&, const Case&) { return true; }
   static std::vector<float> run(const Case& c, const W4A8Data& d, const Kernel& k,
                                 ThreadPool& pool) {
@@ -52,11 +52,11 @@ struct DenseFamily {
   using Kernel = dense::Kernel;
   static std::vector<Case> cases() { return dense_cases(); }
   static DenseData data(const Case& c) { return make_dense_data(c); }
-  static const Kernel& reference() { return *dense::find_kernel("reference"); }
+  static const Kernel& reference() { return *dense::family().find("reference"); }
   static std::vector<const Kernel*> kernels() { return runnable_dense_kernels(); }
-  static std::string name(const Kernel& k) { return std::string(dense::kernel_name(k)); }
+  static std::string name(const Kernel& k) { return std::string(dense::family().name(k)); }
   static bool exact_on(const Kernel& k, const Case& c) {
-    return dense::kernel_is_exact(k) || c.type != dense::WeightType::bf16;
+    return dense::family().exact(k) || c.type != dense::WeightType::bf16;
   }
   static std::vector<float> run(const Case& c, const DenseData& d, const Kernel& k,
                                 ThreadPool& pool) {

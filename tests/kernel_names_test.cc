@@ -1,7 +1,7 @@
-// Every family's variants are named twice: by ISA (`kernel_name`, what DQ4_ISA takes) and by what
-// they compute (`variant_name`: <activations>_<weights>_<output>_<isa>_<tiles>,
-// src/kernels/family.h). Both are unique within a family, the variant spells the family's types,
-// then the ISA, then tiles.
+// Every family's variants are named twice: by ISA (`name`, what DQ4_ISA takes) and by what they
+// compute (`variant`: <activations>_<weights>_<output>_<isa>_<tiles>,
+// dq4/kernels/kernel_family.h). Both are unique within a family, the variant spells the family's
+// types, then the ISA, then tiles.
 
 #include <gtest/gtest.h>
 
@@ -25,14 +25,14 @@ std::string isa_in_variant(std::string name) {
   return name;
 }
 
+// `kernels`: some of `family`'s.
 template <class Kernel>
-void expect_names(const std::vector<const Kernel*>& kernels,
-                  std::string_view (*name)(const Kernel&),
-                  std::string_view (*variant)(const Kernel&), const std::string& types) {
+void expect_names(const KernelFamily<Kernel>& family, const std::vector<const Kernel*>& kernels,
+                  const std::string& types) {
   ASSERT_FALSE(kernels.empty());
   std::set<std::string> names, variants;
   for (const Kernel* k : kernels) {
-    const std::string n(name(*k)), v(variant(*k));
+    const std::string n(family.name(*k)), v(family.variant(*k));
     EXPECT_TRUE(names.insert(n).second) << "duplicate kernel name " << n;
     EXPECT_TRUE(variants.insert(v).second) << "duplicate variant " << v;
     const std::regex pattern(types + "_" + isa_in_variant(n) +
@@ -43,25 +43,24 @@ void expect_names(const std::vector<const Kernel*>& kernels,
 }
 
 TEST(KernelNames, W4a8VariantsSpellTypesIsaAndTiles) {
-  expect_names(w4a8::compiled_kernels(), w4a8::kernel_name, w4a8::variant_name, "qai8dx_qsi4_f32");
+  expect_names(w4a8::family(), w4a8::family().kernels(), "qai8dx_qsi4_f32");
 }
 
 TEST(KernelNames, W4a16VariantsSpellTypesIsaAndTiles) {
-  expect_names(w4a16::compiled_kernels(), w4a16::kernel_name, w4a16::variant_name, "f32_qsi4_f32");
+  expect_names(w4a16::family(), w4a16::family().kernels(), "f32_qsi4_f32");
 }
 
 TEST(KernelNames, DenseVariantsSpellTypesIsaAndTiles) {
   // The exact variants read f32 activations; the opt-in ones round them to bf16 pairs.
   std::vector<const dense::Kernel*> exact, bf16;
-  for (const dense::Kernel* k : dense::compiled_kernels())
-    (dense::kernel_is_exact(*k) ? exact : bf16).push_back(k);
-  expect_names(exact, dense::kernel_name, dense::variant_name, "f32_f32bf16_f32");
-  expect_names(bf16, dense::kernel_name, dense::variant_name, "bf16_bf16_f32");
+  for (const dense::Kernel* k : dense::family().kernels())
+    (dense::family().exact(*k) ? exact : bf16).push_back(k);
+  expect_names(dense::family(), exact, "f32_f32bf16_f32");
+  expect_names(dense::family(), bf16, "bf16_bf16_f32");
 }
 
 TEST(KernelNames, AttentionVariantsSpellTypesIsaAndTiles) {
-  expect_names(attention::compiled_kernels(), attention::kernel_name, attention::variant_name,
-               "f32_f32bf16kv_f32");
+  expect_names(attention::family(), attention::family().kernels(), "f32_f32bf16kv_f32");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "dq4/io/model_config.h"
 #include "dq4/kernels/int4_codec.h"
+#include "dq4/kernels/w4a8.h"
 #include "dq4/model/architecture.h"
 #include "expect_error.h"
 #include "fixtures.h"
@@ -33,9 +34,9 @@ TEST(LinearTensors, W4A16FixtureEveryModule) {
     EXPECT_EQ(t.n, m.out_features);
     EXPECT_EQ(t.k, m.in_features);
     EXPECT_EQ(t.scheme.kind, LinearKind::w4a16);
-    const w4a8::WeightSource source = t.int4_source();
+    const int4::WeightSource source = t.int4_source();
     EXPECT_NE(source.packed, nullptr);
-    EXPECT_EQ(source.scale_type, w4a8::ScaleType::f32);
+    EXPECT_EQ(source.scale_type, int4::ScaleType::f32);
     // The kernel library accepts the views as they are (values in range, scales finite).
     EXPECT_EQ(w4a8::pack(source).n(), m.out_features);
   }
@@ -52,7 +53,7 @@ TEST(LinearTensors, W4A16FixtureMatchesReferenceSamples) {
     SCOPED_TRACE(module);
     const nlohmann::json& ref = reference[std::string(module) + ".weight"];
     const LinearTensors t = find_linear_tensors(checkpoint, module, config.resolve(module));
-    const w4a8::WeightSource s = t.int4_source();
+    const int4::WeightSource s = t.int4_source();
     std::vector<int8_t> values(static_cast<size_t>(s.n * s.k));
     unpack_int4_rows(s.packed, s.n, s.k, values.data());
     const auto* scales = static_cast<const float*>(s.scales);

@@ -162,13 +162,13 @@ TEST(Linear, TiedHeadQuantizedAtLoadOnlyWhenAsked) {
     EXPECT_LT(head.bytes(), embed.bytes / 4);
     // Equal to packing compressed-tensors' round-to-nearest of the same tensor.
     const RtnResult q = rtn_quantize(embed, group);
-    w4a8::WeightSource s;
+    int4::WeightSource s;
     s.n = 512;
     s.k = 64;
     s.group_size = group;
     s.values = q.values.data();
     s.scales = q.scales.data();
-    s.scale_type = w4a8::ScaleType::f32;
+    s.scale_type = int4::ScaleType::f32;
     const auto x = random_rows(2, 64, 5);
     expect_same_bits(
         run(head, x, 2),
@@ -259,7 +259,7 @@ TEST_F(MixedKindsTest, PartsInOutputOrderEqualModulesOneByOne) {
       alone = run_packed(
           dense::pack(s), [](const auto& w, const MatmulArgs& a) { dense::matmul(w, a); }, x, m);
     } else {
-      w4a8::WeightSource s = t.int4_source();
+      int4::WeightSource s = t.int4_source();
       std::vector<float> bias;
       if (t.bias != nullptr) {
         const auto b = t.bias->as<float>();

@@ -46,7 +46,7 @@ Family w4a8_family() {
   Family f{"w4a8::matmul", bind(w4a8::pack(s), w4a8::matmul), {}, [](const MatmulArgs& a) {
              w4a8::matmul(w4a8::PackedWeights(), a);
            }};
-  for (const w4a8::Kernel* k : supported_here(w4a8::compiled_kernels()))
+  for (const w4a8::Kernel* k : supported_here(w4a8::family()))
     f.per_kernel.push_back(bind(w4a8::pack(s, *k), w4a8::matmul));
   return f;
 }
@@ -57,7 +57,7 @@ Family w4a16_family() {
   Family f{"w4a16::matmul", bind(w4a16::pack(s), w4a16::matmul), {}, [](const MatmulArgs& a) {
              w4a16::matmul(w4a16::PackedWeights(), a);
            }};
-  for (const w4a16::Kernel* k : supported_here(w4a16::compiled_kernels()))
+  for (const w4a16::Kernel* k : supported_here(w4a16::family()))
     f.per_kernel.push_back(bind(w4a16::pack(s, *k), w4a16::matmul));
   return f;
 }
@@ -74,7 +74,7 @@ Family dense_family(dense::WeightType type) {
   Family f{"dense::matmul", bind(dense::pack(s), dense::matmul), {}, [](const MatmulArgs& a) {
              dense::matmul(dense::PackedWeights(), a);
            }};
-  for (const dense::Kernel* k : supported_here(dense::compiled_kernels()))
+  for (const dense::Kernel* k : supported_here(dense::family()))
     f.per_kernel.push_back(bind(dense::pack(s, *k), dense::matmul));
   return f;
 }

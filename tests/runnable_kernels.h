@@ -3,15 +3,16 @@
 
 #include <vector>
 
+#include "dq4/kernels/kernel_family.h"
+
 namespace dq4::test {
 
-// `compiled` (a family's compiled_kernels()) filtered by the family's kernel_supported(), which
-// argument-dependent lookup finds in the kernel's namespace.
+// The family's compiled kernels that this CPU supports, in the family's order.
 template <class Kernel>
-std::vector<const Kernel*> supported_here(const std::vector<const Kernel*>& compiled) {
+std::vector<const Kernel*> supported_here(const KernelFamily<Kernel>& family) {
   std::vector<const Kernel*> out;
-  for (const Kernel* k : compiled)
-    if (kernel_supported(*k)) out.push_back(k);
+  for (const Kernel* k : family.kernels())
+    if (family.supported(*k)) out.push_back(k);
   return out;
 }
 

@@ -1,11 +1,11 @@
 #pragma once
 // A small int4 weight matrix (n x k, every value 1, every scale 0.5) as the source both int4
-// families pack (w4a16::WeightSource is w4a8's); tests change fields to make it bad.
+// families pack (int4::WeightSource); tests change fields to make it bad.
 
 #include <cstdint>
 #include <vector>
 
-#include "dq4/kernels/w4a8.h"
+#include "dq4/kernels/int4.h"
 
 namespace dq4::test {
 
@@ -14,8 +14,8 @@ struct SmallInt4Weights {
   std::vector<int8_t> values = std::vector<int8_t>(256, 1);
   std::vector<float> scales = std::vector<float>(8, 0.5f);
 
-  w4a8::WeightSource source() const {
-    w4a8::WeightSource s;
+  int4::WeightSource source() const {
+    int4::WeightSource s;
     s.n = n;
     s.k = k;
     s.values = values.data();

@@ -22,7 +22,7 @@ TEST(W4A16Accuracy, WithinTheF32RoundingBound) {
   for (const W4A8Case& c : w4a8_cases()) {
     if (c.rows != Rows::random || c.lo > -3e38f || c.m > 17 || c.huge_scales) continue;
     const W4A8Data d = make_data(c, 3);
-    const auto y = run_w4a16(c, d, w4a16::default_kernel(), pool);
+    const auto y = run_w4a16(c, d, w4a16::family().default_kernel(), pool);
     const int64_t groups = c.group == 0 || c.group == c.k ? 1 : (c.k + c.group - 1) / c.group;
     for (int64_t r = 0; r < c.m; ++r) {
       const float* x = d.x.data() + r * d.ldx;

@@ -14,22 +14,22 @@ namespace dq4 {
 namespace {
 
 TEST(W4A16Dispatch, ReferenceIsAlwaysCompiledAndSupported) {
-  const w4a16::Kernel* reference = w4a16::find_kernel("reference");
+  const w4a16::Kernel* reference = w4a16::family().find("reference");
   ASSERT_NE(reference, nullptr);
-  EXPECT_TRUE(w4a16::kernel_supported(*reference));
-  EXPECT_EQ(w4a16::compiled_kernels().front(), reference);
+  EXPECT_TRUE(w4a16::family().supported(*reference));
+  EXPECT_EQ(w4a16::family().kernels().front(), reference);
 }
 
 TEST(W4A16Dispatch, AutomaticChoiceIsTheBestSupportedKernel) {
-  const w4a16::Kernel& chosen = w4a16::select_kernel("");
-  EXPECT_TRUE(w4a16::kernel_supported(chosen));
+  const w4a16::Kernel& chosen = w4a16::family().select("");
+  EXPECT_TRUE(w4a16::family().supported(chosen));
   // For scripts that know which kernel a given CPU must get (scripts/test-arm.sh reads the XML).
-  RecordProperty("w4a16_chosen_kernel", std::string(w4a16::kernel_name(chosen)));
+  RecordProperty("w4a16_chosen_kernel", std::string(w4a16::family().name(chosen)));
   bool after = false;
-  for (const w4a16::Kernel* k : w4a16::compiled_kernels()) {
+  for (const w4a16::Kernel* k : w4a16::family().kernels()) {
     if (after) {
-      EXPECT_FALSE(w4a16::kernel_supported(*k))
-          << "a better kernel is supported: " << w4a16::kernel_name(*k);
+      EXPECT_FALSE(w4a16::family().supported(*k))
+          << "a better kernel is supported: " << w4a16::family().name(*k);
     }
     if (k == &chosen) after = true;
   }
@@ -37,15 +37,15 @@ TEST(W4A16Dispatch, AutomaticChoiceIsTheBestSupportedKernel) {
 
 TEST(W4A16Dispatch, OverrideSelectsEachSupportedKernel) {
   std::string supported;
-  for (const w4a16::Kernel* k : w4a16::compiled_kernels()) {
-    const std::string name(w4a16::kernel_name(*k));
-    if (w4a16::kernel_supported(*k)) {
+  for (const w4a16::Kernel* k : w4a16::family().kernels()) {
+    const std::string name(w4a16::family().name(*k));
+    if (w4a16::family().supported(*k)) {
       supported += (supported.empty() ? "" : " ") + name;
-      EXPECT_EQ(&w4a16::select_kernel(name), k);
-      EXPECT_EQ(&w4a16::select_kernel("w4a16:" + name), k);
+      EXPECT_EQ(&w4a16::family().select(name), k);
+      EXPECT_EQ(&w4a16::family().select("w4a16:" + name), k);
     } else {
       try {
-        w4a16::select_kernel(name);
+        w4a16::family().select(name);
         ADD_FAILURE() << "unsupported kernel " << name << " was selected";
       } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("which this CPU lacks"), std::string::npos)
@@ -57,28 +57,28 @@ TEST(W4A16Dispatch, OverrideSelectsEachSupportedKernel) {
 }
 
 TEST(W4A16Dispatch, OtherFamiliesNamesLeaveTheAutomaticChoice) {
-  const w4a16::Kernel& automatic = w4a16::select_kernel("");
-  for (const w4a8::Kernel* k : w4a8::compiled_kernels()) {
-    const std::string name(w4a8::kernel_name(*k));
-    if (w4a16::find_kernel(name) == nullptr) {
-      EXPECT_EQ(&w4a16::select_kernel(name), &automatic) << name;
+  const w4a16::Kernel& automatic = w4a16::family().select("");
+  for (const w4a8::Kernel* k : w4a8::family().kernels()) {
+    const std::string name(w4a8::family().name(*k));
+    if (w4a16::family().find(name) == nullptr) {
+      EXPECT_EQ(&w4a16::family().select(name), &automatic) << name;
     }
   }
-  EXPECT_EQ(&w4a16::select_kernel("w4a8:reference"), &automatic);
-  EXPECT_EQ(&w4a16::select_kernel("w4a8:reference,w4a16:reference"),
-            w4a16::find_kernel("reference"));
+  EXPECT_EQ(&w4a16::family().select("w4a8:reference"), &automatic);
+  EXPECT_EQ(&w4a16::family().select("w4a8:reference,w4a16:reference"),
+            w4a16::family().find("reference"));
 }
 
 TEST(W4A16Dispatch, UnknownOverrideIsAnError) {
   try {
-    w4a16::select_kernel("sse9");
+    w4a16::family().select("sse9");
     ADD_FAILURE() << "unknown kernel accepted";
   } catch (const Error& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("DQ4_ISA='sse9'"), std::string::npos) << message;
     EXPECT_NE(message.find("reference"), std::string::npos) << message;
   }
-  EXPECT_THROW(w4a16::select_kernel("w4a16:avx512_vnni"), Error);
+  EXPECT_THROW(w4a16::family().select("w4a16:avx512_vnni"), Error);
 }
 
 }  // namespace

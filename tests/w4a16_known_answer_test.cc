@@ -10,7 +10,7 @@
 namespace dq4::test {
 namespace {
 
-float run_one(const w4a16::WeightSource& source, const w4a16::Kernel& kernel, const float* x) {
+float run_one(const int4::WeightSource& source, const w4a16::Kernel& kernel, const float* x) {
   const auto packed = w4a16::pack(source, kernel);
   float y = 0;
   w4a16::MatmulArgs args;
@@ -29,13 +29,13 @@ TEST(W4A16KnownAnswer, ChannelwiseDotProduct) {
   const int8_t w[] = {1, -8, 7, 3};
   const float scale = 0.125f, bias = 0.5f;
   for (const w4a16::Kernel* kernel : runnable_w4a16_kernels()) {
-    w4a16::WeightSource source;
+    int4::WeightSource source;
     source.n = 1;
     source.k = 4;
     source.values = w;
     source.scales = &scale;
     source.bias = &bias;
-    EXPECT_EQ(run_one(source, *kernel, x), 1.625f) << w4a16::kernel_name(*kernel);
+    EXPECT_EQ(run_one(source, *kernel, x), 1.625f) << w4a16::family().name(*kernel);
   }
 }
 
@@ -51,15 +51,15 @@ TEST(W4A16KnownAnswer, GroupChainsRoundInKOrder) {
   const uint16_t scales[] = {0x3F00, 0x3E80};
   const float bias = 0.25f;
   for (const w4a16::Kernel* kernel : runnable_w4a16_kernels()) {
-    w4a16::WeightSource source;
+    int4::WeightSource source;
     source.n = 1;
     source.k = 64;
     source.group_size = 32;
     source.values = w.data();
     source.scales = scales;
-    source.scale_type = w4a16::ScaleType::bf16;
+    source.scale_type = int4::ScaleType::bf16;
     source.bias = &bias;
-    EXPECT_EQ(run_one(source, *kernel, x.data()), -1.25f) << w4a16::kernel_name(*kernel);
+    EXPECT_EQ(run_one(source, *kernel, x.data()), -1.25f) << w4a16::family().name(*kernel);
   }
 }
 
@@ -70,13 +70,13 @@ TEST(W4A16KnownAnswer, F32GroupScalesAreUsedExactly) {
   const float scales[] = {0.1f, 0.3f};
   const float expected = std::fmaf(32.0f, 0.3f, std::fmaf(32.0f, 0.1f, 0.0f));
   for (const w4a16::Kernel* kernel : runnable_w4a16_kernels()) {
-    w4a16::WeightSource source;
+    int4::WeightSource source;
     source.n = 1;
     source.k = 64;
     source.group_size = 32;
     source.values = w.data();
     source.scales = scales;
-    EXPECT_EQ(run_one(source, *kernel, x.data()), expected) << w4a16::kernel_name(*kernel);
+    EXPECT_EQ(run_one(source, *kernel, x.data()), expected) << w4a16::family().name(*kernel);
     EXPECT_TRUE(w4a16::pack(source, *kernel).f32_group_scales());
   }
 }

@@ -20,10 +20,10 @@ std::vector<std::pair<const w4a8::Kernel*, const w4a16::Kernel*>> same_width_pai
       {"reference", "reference"}, {"avx2", "avx2"}, {"avx512_vnni", "avx512f"}, {"neon", "neon"}};
   std::vector<std::pair<const w4a8::Kernel*, const w4a16::Kernel*>> out;
   for (const auto& [a8, a16] : names) {
-    const w4a8::Kernel* k8 = w4a8::find_kernel(a8);
-    const w4a16::Kernel* k16 = w4a16::find_kernel(a16);
-    if (k8 != nullptr && k16 != nullptr && w4a8::kernel_supported(*k8) &&
-        w4a16::kernel_supported(*k16))
+    const w4a8::Kernel* k8 = w4a8::family().find(a8);
+    const w4a16::Kernel* k16 = w4a16::family().find(a16);
+    if (k8 != nullptr && k16 != nullptr && w4a8::family().supported(*k8) &&
+        w4a16::family().supported(*k16))
       out.emplace_back(k8, k16);
   }
   return out;
@@ -33,7 +33,7 @@ std::vector<std::pair<const w4a8::Kernel*, const w4a16::Kernel*>> same_width_pai
 // channelwise scales stay f32 there).
 struct Bf16Scales {
   std::vector<uint16_t> scales;
-  w4a8::WeightSource source;
+  int4::WeightSource source;
   Bf16Scales(const W4A8Case& c, const W4A8Data& d) : source(d.source(c)) {
     if (c.group == 0 || c.group == c.k) return;
     const int64_t groups = (c.k + c.group - 1) / c.group;
@@ -45,7 +45,7 @@ struct Bf16Scales {
         scales.push_back(static_cast<uint16_t>(bits >> 16));
       }
     source.scales = scales.data();
-    source.scale_type = w4a8::ScaleType::bf16;
+    source.scale_type = int4::ScaleType::bf16;
   }
 };
 
@@ -55,7 +55,7 @@ TEST(W4A16SharedLayout, PacksAreByteIdenticalToW4A8) {
   for (const W4A8Case& c : w4a8_cases()) {
     if (c.m != 1 || c.huge_scales) continue;
     const W4A8Data d = make_data(c);
-    const bool shareable = c.group == 0 || c.group == c.k || c.scale_type == w4a8::ScaleType::bf16;
+    const bool shareable = c.group == 0 || c.group == c.k || c.scale_type == int4::ScaleType::bf16;
     for (const auto& [k8, k16] : same_width_pairs()) {
       const auto p8 = w4a8::pack(d.source(c), *k8, &pool);
       const auto p16 = w4a16::pack(d.source(c), *k16, &pool);
@@ -63,7 +63,7 @@ TEST(W4A16SharedLayout, PacksAreByteIdenticalToW4A8) {
       if (!shareable) continue;
       ASSERT_EQ(p8.bytes(), p16.bytes()) << c.name();
       EXPECT_EQ(std::memcmp(p8.data(), p16.data(), p8.bytes()), 0)
-          << c.name() << " " << w4a16::kernel_name(*k16);
+          << c.name() << " " << w4a16::family().name(*k16);
       ++compared;
     }
   }
@@ -72,8 +72,8 @@ TEST(W4A16SharedLayout, PacksAreByteIdenticalToW4A8) {
 
 TEST(W4A16SharedLayout, OneW4A8PackRunsBothFamilies) {
   ThreadPool pool(3);
-  const w4a16::Kernel& reference16 = *w4a16::find_kernel("reference");
-  const w4a8::Kernel& reference8 = *w4a8::find_kernel("reference");
+  const w4a16::Kernel& reference16 = *w4a16::family().find("reference");
+  const w4a8::Kernel& reference8 = *w4a8::family().find("reference");
   int checked = 0;
   for (const W4A8Case& c : w4a8_cases()) {
     if (c.m > 5 && c.m != 17) continue;
@@ -86,7 +86,7 @@ TEST(W4A16SharedLayout, OneW4A8PackRunsBothFamilies) {
       const w4a8::PackedWeights shared = w4a8::pack(d.source(c), *k8, &pool);
       const auto y16 = run_w4a16_on(shared, c, d, pool);
       size_t at = first_bit_difference(want16, y16);
-      ASSERT_EQ(at, want16.size()) << c.name() << " packed by w4a8 " << w4a8::kernel_name(*k8)
+      ASSERT_EQ(at, want16.size()) << c.name() << " packed by w4a8 " << w4a8::family().name(*k8)
                                    << ": W4A16 differs at " << at;
       std::vector<float> y8(want8.size(), -777.0f);
       w4a8::MatmulArgs args;
@@ -100,7 +100,7 @@ TEST(W4A16SharedLayout, OneW4A8PackRunsBothFamilies) {
       args.pool = &pool;
       w4a8::matmul(shared, args);
       at = first_bit_difference(want8, y8);
-      ASSERT_EQ(at, want8.size()) << c.name() << " packed by w4a8 " << w4a8::kernel_name(*k8)
+      ASSERT_EQ(at, want8.size()) << c.name() << " packed by w4a8 " << w4a8::family().name(*k8)
                                   << ": W4A8 differs at " << at;
       ++checked;
     }

@@ -31,7 +31,7 @@ std::vector<float> run_w4a16(const W4A8Case& c, const W4A8Data& d, const w4a16::
 }
 
 std::vector<const w4a16::Kernel*> runnable_w4a16_kernels() {
-  return supported_here(w4a16::compiled_kernels());
+  return supported_here(w4a16::family());
 }
 
 float source_scale(const W4A8Case& c, const W4A8Data& d, int64_t n, int64_t g) {
@@ -39,12 +39,12 @@ float source_scale(const W4A8Case& c, const W4A8Data& d, int64_t n, int64_t g) {
   const size_t i = static_cast<size_t>(n * groups + g);
   uint32_t bits = 0;
   switch (c.scale_type) {
-    case w4a8::ScaleType::f32:
+    case int4::ScaleType::f32:
       return d.scales32[i];
-    case w4a8::ScaleType::bf16:
+    case int4::ScaleType::bf16:
       bits = uint32_t{d.scales16[i]} << 16;
       break;
-    case w4a8::ScaleType::f16: {  // the generator makes normal values only
+    case int4::ScaleType::f16: {  // the generator makes normal values only
       const uint16_t h = d.scales16[i];
       bits = (uint32_t{h & 0x8000u} << 16) | ((((h >> 10) & 0x1fu) + 112) << 23) |
              (uint32_t{h & 0x3ffu} << 13);

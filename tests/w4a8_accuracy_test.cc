@@ -24,7 +24,7 @@ TEST(W4A8Accuracy, WithinTheActivationQuantizationBound) {
   for (const W4A8Case& c : w4a8_cases()) {
     if (c.rows != Rows::random || c.lo > -3e38f || c.m > 17) continue;
     const W4A8Data d = make_data(c, 3);
-    const auto y = run_w4a8(c, d, w4a8::default_kernel(), pool);
+    const auto y = run_w4a8(c, d, w4a8::family().default_kernel(), pool);
     for (int64_t r = 0; r < c.m; ++r) {
       const float* x = d.x.data() + r * d.ldx;
       const auto [lo, hi] = std::minmax_element(x, x + c.k);

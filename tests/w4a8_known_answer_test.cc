@@ -44,7 +44,7 @@ TEST(W4A8KnownAnswer, WorkedChannelwiseOutputOnEveryKernel) {
   const int8_t w[] = {1, -8, 7, 3};
   const float scale = 0.125f;
   for (const w4a8::Kernel* kernel : runnable_kernels()) {
-    w4a8::WeightSource source;
+    int4::WeightSource source;
     source.n = 1;
     source.k = 4;
     source.values = w;
@@ -58,7 +58,7 @@ TEST(W4A8KnownAnswer, WorkedChannelwiseOutputOnEveryKernel) {
     args.y = &y;
     args.ldy = 1;
     w4a8::matmul(packed, args);
-    EXPECT_EQ(y, 1.11911762f) << w4a8::kernel_name(*kernel);  // U = 761; exact answer 1.125
+    EXPECT_EQ(y, 1.11911762f) << w4a8::family().name(*kernel);  // U = 761; exact answer 1.125
   }
 }
 
@@ -109,18 +109,18 @@ TEST(W4A8KnownAnswer, CompressedTensorsPackVectors) {
 
     // Packing the kernel weights from either encoding gives the same bytes.
     std::vector<float> scales(static_cast<size_t>(rows), 1.0f);
-    w4a8::WeightSource from_values;
+    int4::WeightSource from_values;
     from_values.n = rows;
     from_values.k = cols;
     from_values.values = values.data();
     from_values.scales = scales.data();
-    w4a8::WeightSource from_words = from_values;
+    int4::WeightSource from_words = from_values;
     from_words.values = nullptr;
     from_words.packed = words.data();
     for (const w4a8::Kernel* kernel : runnable_kernels()) {
       const auto a = w4a8::pack(from_values, *kernel), b = w4a8::pack(from_words, *kernel);
       ASSERT_EQ(a.bytes(), b.bytes());
-      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << w4a8::kernel_name(*kernel);
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << w4a8::family().name(*kernel);
     }
     ++checked;
   }

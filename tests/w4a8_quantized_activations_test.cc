@@ -42,7 +42,7 @@ TEST(W4A8QuantizedActivations, MatchMatmulOnTheF32RowsForEveryKernelAndThreadCou
         std::vector<float> y;
         w4a8::matmul(w, x, output_args(c, d, y, *pool));
         ASSERT_TRUE(same_bits(expected, y, d.ldy,
-                              c.name() + " " + std::string(w4a8::kernel_name(*kernel)) + " " +
+                              c.name() + " " + std::string(w4a8::family().name(*kernel)) + " " +
                                   std::to_string(pool->size()) + " threads"));
         ++checked;
       }
@@ -69,8 +69,8 @@ TEST(W4A8QuantizedActivations, AnyKernelsActivationsServeEveryKernel) {
         w4a8::matmul(w, x, output_args(c, d, y, pool));
         ASSERT_TRUE(same_bits(run_w4a8(c, d, *kernel, pool), y, d.ldy,
                               c.name() + " quantized by " +
-                                  std::string(w4a8::kernel_name(*quantizer)) + ", run by " +
-                                  std::string(w4a8::kernel_name(*kernel))));
+                                  std::string(w4a8::family().name(*quantizer)) + ", run by " +
+                                  std::string(w4a8::family().name(*kernel))));
         ++checked;
       }
     }
@@ -81,7 +81,7 @@ TEST(W4A8QuantizedActivations, AnyKernelsActivationsServeEveryKernel) {
 // One quantized input for weights of every group size (partial last groups included), reused.
 TEST(W4A8QuantizedActivations, OneInputServesEveryGroupSize) {
   ThreadPool pool(2);
-  const W4A8Case base{9, 70, 300, 0, true, w4a8::ScaleType::bf16};
+  const W4A8Case base{9, 70, 300, 0, true, int4::ScaleType::bf16};
   const W4A8Data input = make_data(base, 7);
   for (const w4a8::Kernel* kernel : runnable_kernels()) {
     w4a8::QuantizedActivations x;
@@ -96,7 +96,7 @@ TEST(W4A8QuantizedActivations, OneInputServesEveryGroupSize) {
       w4a8::matmul(w, x, output_args(c, d, y, pool));
       ASSERT_TRUE(
           same_bits(run_w4a8(c, d, *kernel, pool), y, d.ldy,
-                    std::string(w4a8::kernel_name(*kernel)) + " group " + std::to_string(group)));
+                    std::string(w4a8::family().name(*kernel)) + " group " + std::to_string(group)));
     }
   }
 }
@@ -112,7 +112,7 @@ TEST(W4A8QuantizedActivations, RowsAreWhatQuantizeRowReturns) {
     for (int64_t r = 0; r < c.m; ++r) {
       const w4a8::QuantizedRow expected = w4a8::quantize_row(d.x.data() + r * d.ldx, c.k);
       const w4a8::QuantizedRow got = x.row(r);
-      EXPECT_EQ(got.q, expected.q) << w4a8::kernel_name(*kernel) << " row " << r;
+      EXPECT_EQ(got.q, expected.q) << w4a8::family().name(*kernel) << " row " << r;
       EXPECT_EQ(got.zero_point, expected.zero_point);
       EXPECT_EQ(got.recip_scale, expected.recip_scale);
     }

@@ -106,8 +106,8 @@ void fill_row(Rows kind, int64_t row, int64_t k, std::mt19937& rng, float* x) {
 std::string W4A8Case::name() const {
   std::string s = "m" + std::to_string(m) + "_n" + std::to_string(n) + "_k" + std::to_string(k) +
                   "_g" + std::to_string(group) + (bias ? "_bias" : "") + "_" + rows_name(rows);
-  s += scale_type == w4a8::ScaleType::f32    ? "_f32"
-       : scale_type == w4a8::ScaleType::bf16 ? "_bf16"
+  s += scale_type == int4::ScaleType::f32    ? "_f32"
+       : scale_type == int4::ScaleType::bf16 ? "_bf16"
                                              : "_f16";
   s += input == Input::packed ? "_packed" : "_int8";
   if (lo > -3e38f || hi < 3e38f) s += "_clamp";
@@ -118,7 +118,7 @@ std::string W4A8Case::name() const {
 }
 
 std::vector<W4A8Case> w4a8_cases() {
-  using w4a8::ScaleType;
+  using int4::ScaleType;
   struct Shape {
     int64_t n, k, group;
     bool bias;
@@ -196,13 +196,13 @@ W4A8Data make_data(const W4A8Case& c, uint32_t seed) {
     const uint16_t f16 = static_cast<uint16_t>((exponent << 10) | mantissa);
     const float value = f16_value(f16) * (1.0f + static_cast<float>(rng() % 1000) * 1e-4f);
     switch (c.scale_type) {
-      case w4a8::ScaleType::f16:
+      case int4::ScaleType::f16:
         d.scales16[i] = f16;
         break;
-      case w4a8::ScaleType::bf16:
+      case int4::ScaleType::bf16:
         d.scales16[i] = static_cast<uint16_t>(to_bits(value) >> 16);
         break;
-      case w4a8::ScaleType::f32:
+      case int4::ScaleType::f32:
         d.scales32[i] = c.huge_scales ? 3.0e38f : value;
         break;
     }
@@ -219,8 +219,8 @@ W4A8Data make_data(const W4A8Case& c, uint32_t seed) {
   return d;
 }
 
-w4a8::WeightSource W4A8Data::source(const W4A8Case& c) const {
-  w4a8::WeightSource s;
+int4::WeightSource W4A8Data::source(const W4A8Case& c) const {
+  int4::WeightSource s;
   s.n = c.n;
   s.k = c.k;
   s.group_size = c.group;
@@ -229,7 +229,7 @@ w4a8::WeightSource W4A8Data::source(const W4A8Case& c) const {
   else
     s.packed = packed.data();
   s.scale_type = c.scale_type;
-  s.scales = c.scale_type == w4a8::ScaleType::f32 ? static_cast<const void*>(scales32.data())
+  s.scales = c.scale_type == int4::ScaleType::f32 ? static_cast<const void*>(scales32.data())
                                                   : static_cast<const void*>(scales16.data());
   s.bias = c.bias ? bias.data() : nullptr;
   return s;
@@ -240,13 +240,13 @@ float W4A8Data::effective_scale(const W4A8Case& c, int64_t n, int64_t g) const {
   const size_t i = static_cast<size_t>(n * groups + g);
   float v = 0;
   switch (c.scale_type) {
-    case w4a8::ScaleType::f16:
+    case int4::ScaleType::f16:
       v = f16_value(scales16[i]);
       break;
-    case w4a8::ScaleType::bf16:
+    case int4::ScaleType::bf16:
       v = from_bits(uint32_t{scales16[i]} << 16);
       break;
-    case w4a8::ScaleType::f32:
+    case int4::ScaleType::f32:
       v = scales32[i];
       break;
   }
@@ -270,8 +270,6 @@ std::vector<float> run_w4a8(const W4A8Case& c, const W4A8Data& d, const w4a8::Ke
   return y;
 }
 
-std::vector<const w4a8::Kernel*> runnable_kernels() {
-  return supported_here(w4a8::compiled_kernels());
-}
+std::vector<const w4a8::Kernel*> runnable_kernels() { return supported_here(w4a8::family()); }
 
 }  // namespace dq4::test

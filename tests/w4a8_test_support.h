@@ -19,7 +19,7 @@ enum class Input { values, packed };
 struct W4A8Case {
   int64_t m, n, k, group;  // group 0 = channelwise
   bool bias = false;
-  w4a8::ScaleType scale_type = w4a8::ScaleType::f32;
+  int4::ScaleType scale_type = int4::ScaleType::f32;
   Input input = Input::values;
   Rows rows = Rows::random;
   float lo = -3.4028235e38f, hi = 3.4028235e38f;
@@ -44,7 +44,7 @@ struct W4A8Data {
   std::vector<float> x;  // [m, ldx]
   int64_t ldx = 0, ldy = 0;
 
-  w4a8::WeightSource source(const W4A8Case& c) const;
+  int4::WeightSource source(const W4A8Case& c) const;
   // The scale of row n, group g as the kernel sees it (f32; bf16-rounded when groupwise).
   float effective_scale(const W4A8Case& c, int64_t n, int64_t g) const;
 };

@@ -127,10 +127,10 @@ LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view
   return t;
 }
 
-w4a8::WeightSource LinearTensors::int4_source() const {
+int4::WeightSource LinearTensors::int4_source() const {
   if (scheme.kind == LinearKind::dense)
     throw Error("module '" + module + "' is dense: it has no int4 weights");
-  w4a8::WeightSource s;
+  int4::WeightSource s;
   s.n = n;
   s.k = k;
   s.group_size = scheme.group_size;
@@ -141,15 +141,15 @@ w4a8::WeightSource LinearTensors::int4_source() const {
   switch (weight_scale->dtype) {
     case Dtype::F32:
       s.scales = weight_scale->as<float>().data();
-      s.scale_type = w4a8::ScaleType::f32;
+      s.scale_type = int4::ScaleType::f32;
       break;
     case Dtype::BF16:
       s.scales = weight_scale->as<uint16_t>(Dtype::BF16).data();
-      s.scale_type = w4a8::ScaleType::bf16;
+      s.scale_type = int4::ScaleType::bf16;
       break;
     default:
       s.scales = weight_scale->as<uint16_t>(Dtype::F16).data();
-      s.scale_type = w4a8::ScaleType::f16;
+      s.scale_type = int4::ScaleType::f16;
       break;
   }
   return s;

@@ -1,129 +1,104 @@
 #pragma once
 // The shape every kernel family (w4a8, w4a16, dense, attention) has: a descriptor `Kernel` per
-// variant (one file per ISA), a Registry of the variants compiled in and the run-time choice among
-// them (CPU features and DQ4_ISA), and a driver that checks the arguments, prepares the rows and
-// runs the output tiles over the pool, handing each call the scratch it needs.
-//
-// A variant has two names: `name`, the ISA, which DQ4_ISA uses ("avx512_vnni"), and `variant`,
-// what it computes, spelled <activations>_<weights>_<output>_<isa>_<tiles> with KleidiAI's type
-// names ("qai8dx_qsi4_f32_avx512vnni_4x64_8x32": int8 activations quantized per row, signed int4
-// weights, f32 out; rows x columns of its tiles), which `dq4 info` and the benchmarks print.
-//
-// DQ4_ISA is a comma-separated list of entries, each `<kernel>` or `<family>:<kernel>`:
-//   * a family uses the kernel of its own `<family>:<kernel>` entry if there is one, else the
-//     kernel of the first plain `<kernel>` entry it has, else its automatic choice;
-//   * a plain entry naming a kernel this family lacks (but some family has, e.g. avx512_bf16 for
-//     w4a8) leaves this family on its automatic choice, so DQ4_ISA=avx2 forces the AVX2 variant
-//     of every family and DQ4_ISA=dense:avx512_bf16 only the dense one;
-//   * an entry naming no known kernel or family, a `<family>:` entry naming a kernel that family
-//     lacks, and a chosen kernel this CPU cannot run are errors (dq4::Error).
-// The automatic choice is the best supported kernel that computes the family's exact math.
+// variant (one file per ISA), the family's KernelFamily (dq4/kernels/kernel_family.h: the variants
+// compiled in and the run-time choice among them, defined here for every family's registry.cc),
+// and a driver that checks the arguments, prepares the rows and runs the output tiles over the
+// pool, handing each call the scratch it needs.
 
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dq4/kernels/cpu_features.h"
 #include "dq4/kernels/error.h"
+#include "dq4/kernels/kernel_family.h"
 #include "dq4/kernels/matmul_args.h"
 #include "dq4/kernels/thread_pool.h"
 
 namespace dq4::kernels {
 
 // The kernel DQ4_ISA (`isa_override`) asks `family` to use, or "" for the automatic choice.
-// `names`: the family's compiled kernels. Throws dq4::Error as described above.
+// `names`: the family's compiled kernels. Throws dq4::Error as kernel_family.h describes.
 std::string requested_kernel(std::string_view family, std::string_view isa_override,
                              const std::vector<std::string_view>& names);
 
 // "kernel 'x' needs ..., which this CPU lacks (it has: ...)".
 std::string unsupported_reason(const char* name, const char* needs);
 
-// Kernel: a family's descriptor with `name`, `needs` and `supported(const CpuFeatures&)`; a
-// member `exact` set to false keeps a kernel out of the automatic choice.
-template <class Kernel>
-const Kernel& select_kernel(std::string_view family, const std::vector<const Kernel*>& kernels,
-                            std::string_view isa_override) {
-  std::vector<std::string_view> names;
-  for (const Kernel* k : kernels) names.push_back(k->name);
-  const std::string wanted = requested_kernel(family, isa_override, names);
-  if (!wanted.empty()) {
-    for (const Kernel* k : kernels) {
-      if (wanted != k->name) continue;
-      if (!k->supported(cpu_features()))
-        throw Error("DQ4_ISA: " + unsupported_reason(k->name, k->needs));
-      return *k;
-    }
-  }
-  for (auto it = kernels.rbegin(); it != kernels.rend(); ++it) {
-    bool automatic = true;
-    if constexpr (requires { (*it)->exact; }) automatic = (*it)->exact;
-    if (automatic && (*it)->supported(cpu_features())) return **it;
-  }
-  return *kernels.front();
-}
+}  // namespace dq4::kernels
 
-// The kernel of `kernels` named `name`, or nullptr.
+namespace dq4 {
+
+// KernelFamily over a descriptor with `name`, `variant`, `needs` and
+// `supported(const CpuFeatures&)`; a member `exact` set to false keeps a kernel out of the
+// automatic choice. A family's registry.cc instantiates it for its Kernel.
+
 template <class Kernel>
-const Kernel* find_by_name(const std::vector<const Kernel*>& kernels, std::string_view name) {
-  for (const Kernel* k : kernels)
+KernelFamily<Kernel>::KernelFamily(std::string_view id, std::vector<const Kernel*> kernels)
+    : id_(id), kernels_(std::move(kernels)) {}
+
+template <class Kernel>
+const Kernel* KernelFamily<Kernel>::find(std::string_view name) const {
+  for (const Kernel* k : kernels_)
     if (name == k->name) return k;
   return nullptr;
 }
 
-// Whether this CPU runs `kernel`; if not, `why` (when given) says which feature is missing.
 template <class Kernel>
-bool supported_here(const Kernel& kernel, std::string* why) {
+std::string_view KernelFamily<Kernel>::name(const Kernel& kernel) const {
+  return kernel.name;
+}
+
+template <class Kernel>
+std::string_view KernelFamily<Kernel>::variant(const Kernel& kernel) const {
+  return kernel.variant;
+}
+
+template <class Kernel>
+bool KernelFamily<Kernel>::exact(const Kernel& kernel) const {
+  if constexpr (requires { kernel.exact; }) return kernel.exact;
+  return true;
+}
+
+template <class Kernel>
+bool KernelFamily<Kernel>::supported(const Kernel& kernel, std::string* why) const {
   if (kernel.supported(cpu_features())) return true;
-  if (why != nullptr) *why = unsupported_reason(kernel.name, kernel.needs);
+  if (why != nullptr) *why = kernels::unsupported_reason(kernel.name, kernel.needs);
   return false;
 }
 
-// A family's compiled variants, the scalar reference first and the best last.
 template <class Kernel>
-class Registry {
- public:
-  Registry(std::string_view family, std::vector<const Kernel*> kernels)
-      : family_(family), kernels_(std::move(kernels)) {}
-
-  const std::vector<const Kernel*>& kernels() const { return kernels_; }
-  const Kernel* find(std::string_view name) const { return find_by_name(kernels_, name); }
-  const Kernel& select(std::string_view isa_override) const {
-    return select_kernel(family_, kernels_, isa_override);
+const Kernel& KernelFamily<Kernel>::select(std::string_view isa_override) const {
+  std::vector<std::string_view> names;
+  for (const Kernel* k : kernels_) names.push_back(k->name);
+  const std::string wanted = kernels::requested_kernel(id_, isa_override, names);
+  if (!wanted.empty()) {
+    const Kernel& k = *find(wanted);
+    if (!k.supported(cpu_features()))
+      throw Error("DQ4_ISA: " + kernels::unsupported_reason(k.name, k.needs));
+    return k;
   }
-  // select() for the process's DQ4_ISA (unset: automatic), decided on first use; an invalid
-  // DQ4_ISA throws on every use.
-  const Kernel& automatic() const {
-    std::call_once(once_, [this] {
-      const char* env = std::getenv("DQ4_ISA");
-      automatic_ = &select(env != nullptr ? env : "");
-    });
-    return *automatic_;
-  }
+  for (auto it = kernels_.rbegin(); it != kernels_.rend(); ++it)
+    if (exact(**it) && (*it)->supported(cpu_features())) return **it;
+  return *kernels_.front();
+}
 
- private:
-  std::string_view family_;
-  std::vector<const Kernel*> kernels_;
-  mutable std::once_flag once_;
-  mutable const Kernel* automatic_ = nullptr;
-};
+template <class Kernel>
+const Kernel& KernelFamily<Kernel>::default_kernel() const {
+  std::call_once(once_, [this] {
+    const char* env = std::getenv("DQ4_ISA");
+    default_ = &select(env != nullptr ? env : "");
+  });
+  return *default_;
+}
 
-// Defines the registry functions every family's public header declares, over the family's
-// `registry()` (its registry.cc: the one place that lists its variants).
-#define DQ4_KERNEL_FAMILY_FUNCTIONS                                                  \
-  std::vector<const Kernel*> compiled_kernels() { return registry().kernels(); }     \
-  const Kernel* find_kernel(std::string_view name) { return registry().find(name); } \
-  std::string_view kernel_name(const Kernel& kernel) { return kernel.name; }         \
-  std::string_view variant_name(const Kernel& kernel) { return kernel.variant; }     \
-  bool kernel_supported(const Kernel& kernel, std::string* why) {                    \
-    return ::dq4::kernels::supported_here(kernel, why);                              \
-  }                                                                                  \
-  const Kernel& select_kernel(std::string_view isa_override) {                       \
-    return registry().select(isa_override);                                          \
-  }                                                                                  \
-  const Kernel& default_kernel() { return registry().automatic(); }
+}  // namespace dq4
+
+namespace dq4::kernels {
 
 // Throws dq4::Error naming `function` and the field for invalid arguments of a matmul of packed
 // weights [n, k] (`packed` false: the weights were never packed).

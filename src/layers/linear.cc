@@ -84,11 +84,11 @@ std::string kernel_of(const Linear::Part& part) {
       [](const auto& w) {
         using W = std::decay_t<decltype(w)>;
         if constexpr (std::is_same_v<W, w4a8::PackedWeights>)
-          return std::string(w4a8::variant_name(w.kernel()));
+          return std::string(w4a8::family().variant(w.kernel()));
         else if constexpr (std::is_same_v<W, w4a16::PackedWeights>)
-          return std::string(w4a16::variant_name(w.kernel()));
+          return std::string(w4a16::family().variant(w.kernel()));
         else
-          return std::string(dense::variant_name(w.kernel()));
+          return std::string(dense::family().variant(w.kernel()));
       },
       part.weights);
 }

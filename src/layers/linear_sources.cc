@@ -51,14 +51,14 @@ std::vector<float> widen_all(const TensorView& t) {
   return out;
 }
 
-w4a8::ScaleType scale_type(Dtype dtype) {
+int4::ScaleType scale_type(Dtype dtype) {
   switch (dtype) {
     case Dtype::F32:
-      return w4a8::ScaleType::f32;
+      return int4::ScaleType::f32;
     case Dtype::BF16:
-      return w4a8::ScaleType::bf16;
+      return int4::ScaleType::bf16;
     case Dtype::F16:
-      return w4a8::ScaleType::f16;
+      return int4::ScaleType::f16;
     default:
       throw Error("internal: scale_type() of a non-float dtype");
   }
@@ -85,7 +85,7 @@ void stack_scales(std::span<const TensorView* const> scales, Int4Source& out) {
       const auto* bytes = reinterpret_cast<const uint8_t*>(f.data());
       out.scales.insert(out.scales.end(), bytes, bytes + f.size() * 4);
     }
-    out.source.scale_type = w4a8::ScaleType::f32;
+    out.source.scale_type = int4::ScaleType::f32;
   }
   out.source.scales = out.scales.data();
 }
@@ -169,7 +169,7 @@ Int4Source gather_int4(std::span<const LinearTensors> modules, int64_t group_siz
         v.bytes = dense_scales.back().size();
         scale_views.push_back(std::move(v));
       } else {
-        const w4a8::WeightSource s = t.int4_source();
+        const int4::WeightSource s = t.int4_source();
         if (as_values) {
           copy_in_parallel(values + row * k, s.values, static_cast<size_t>(s.n * k));
         } else if (s.packed != nullptr) {

@@ -11,13 +11,13 @@
 #include "dq4/io/linear_tensors.h"
 #include "dq4/kernels/aligned_buffer.h"
 #include "dq4/kernels/dense.h"
-#include "dq4/kernels/w4a8.h"
+#include "dq4/kernels/int4.h"
 
 namespace dq4::layers {
 
 // An int4 source plus the buffers it may point into.
 struct Int4Source {
-  w4a8::WeightSource source;
+  int4::WeightSource source;
   // The stacked rows: int8 values (every module int-quantized), else pack-quantized words. An
   // AlignedBuffer, not a vector: a fused MLP's values are ~34 MB per layer, which a vector would
   // memset in 4 KiB page faults before they are copied over.

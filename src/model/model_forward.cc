@@ -6,7 +6,6 @@
 //              x += down(silu(gate(h)) * up(h))
 //   logits = head(rmsnorm(x)) for the rows asked for
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -247,10 +246,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     }
     r += n;
   }
-  const auto head_start = std::chrono::steady_clock::now();
   m.head.forward(ws.head_in.data(), out_rows, hidden, logits, c.vocab_size, &pool);
-  m.head_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - head_start).count();
 }
 
 }  // namespace dq4

@@ -30,7 +30,6 @@ struct Model::Impl {
   std::vector<float> inv_freq;
   std::vector<int32_t> eos_ids;
   LoadReport report;
-  double head_seconds = 0;
 
   // Activations of the batch being run, reused from call to call.
   struct Workspace {

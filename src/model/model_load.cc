@@ -121,18 +121,11 @@ const LoadReport& Model::load_report() const { return impl_->report; }
 int64_t Model::vocab_size() const { return impl_->arch.config.vocab_size; }
 int64_t Model::max_context() const { return impl_->arch.config.max_position_embeddings; }
 const std::vector<int32_t>& Model::eos_ids() const { return impl_->eos_ids; }
-double Model::head_seconds() const { return impl_->head_seconds; }
-void Model::reset_head_seconds() { impl_->head_seconds = 0; }
+const Linear& Model::head() const { return impl_->head; }
 
 KvCacheShape Model::kv_shape(int64_t blocks, int64_t block_size, attention::KvType type) const {
   const ModelConfig& c = config();
   return {c.num_hidden_layers, c.num_key_value_heads, c.head_dim, block_size, blocks, type};
-}
-
-size_t Model::bytes_per_token() const {
-  const size_t row =
-      static_cast<size_t>(config().hidden_size) * dtype_size(impl_->embedding->dtype);
-  return impl_->report.packed_bytes + impl_->report.other_bytes + row;
 }
 
 std::vector<std::string> Model::describe() const {

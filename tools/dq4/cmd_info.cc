@@ -18,27 +18,26 @@ namespace {
 
 // One family's kernels (each supported or why not) and its choice. `note` adds to a kernel's line.
 template <class Kernel>
-void print_family(const char* family, const std::vector<const Kernel*>& kernels,
-                  bool (*supported)(const Kernel&, std::string*),
-                  std::string_view (*name)(const Kernel&),
-                  std::string_view (*variant)(const Kernel&), const Kernel& chosen,
-                  std::string (*note)(const Kernel&) = nullptr) {
-  std::printf("%s kernels:\n", family);
-  for (const Kernel* kernel : kernels) {
+void print_family(const KernelFamily<Kernel>& family,
+                  std::string (*note)(const KernelFamily<Kernel>&, const Kernel&) = nullptr) {
+  const Kernel& chosen = family.default_kernel();
+  const std::string id(family.id());
+  std::printf("%s kernels:\n", id.c_str());
+  for (const Kernel* kernel : family.kernels()) {
     std::string why;
-    const bool ok = supported(*kernel, &why);
-    std::printf("  %-12s %-38s %s%s\n", std::string(name(*kernel)).c_str(),
-                std::string(variant(*kernel)).c_str(), ok ? "supported" : why.c_str(),
-                note != nullptr ? note(*kernel).c_str() : "");
+    const bool ok = family.supported(*kernel, &why);
+    std::printf("  %-12s %-38s %s%s\n", std::string(family.name(*kernel)).c_str(),
+                std::string(family.variant(*kernel)).c_str(), ok ? "supported" : why.c_str(),
+                note != nullptr ? note(family, *kernel).c_str() : "");
   }
   const char* forced = std::getenv("DQ4_ISA");
-  std::printf("%s kernel chosen: %s (%s)%s\n", family, std::string(name(chosen)).c_str(),
-              std::string(variant(chosen)).c_str(),
+  std::printf("%s kernel chosen: %s (%s)%s\n", id.c_str(), std::string(family.name(chosen)).c_str(),
+              std::string(family.variant(chosen)).c_str(),
               forced != nullptr && *forced != '\0' ? " (forced by DQ4_ISA)" : "");
 }
 
-std::string dense_note(const dense::Kernel& kernel) {
-  return dense::kernel_is_exact(kernel) ? "" : " (bf16 activations: chosen only by name)";
+std::string dense_note(const KernelFamily<dense::Kernel>& family, const dense::Kernel& kernel) {
+  return family.exact(kernel) ? "" : " (bf16 activations: chosen only by name)";
 }
 
 }  // namespace
@@ -52,14 +51,10 @@ int run_info(int argc, char** argv, int first) {
   if (!args.parse(argc, argv, first)) return 0;
   std::printf("cpu features: %s\n", cpu_features().to_string().c_str());
   std::printf("threads: %d\n", ThreadPool::global().size());
-  print_family("w4a8", w4a8::compiled_kernels(), w4a8::kernel_supported, w4a8::kernel_name,
-               w4a8::variant_name, w4a8::default_kernel());
-  print_family("w4a16", w4a16::compiled_kernels(), w4a16::kernel_supported, w4a16::kernel_name,
-               w4a16::variant_name, w4a16::default_kernel());
-  print_family("dense", dense::compiled_kernels(), dense::kernel_supported, dense::kernel_name,
-               dense::variant_name, dense::default_kernel(), dense_note);
-  print_family("attention", attention::compiled_kernels(), attention::kernel_supported,
-               attention::kernel_name, attention::variant_name, attention::default_kernel());
+  print_family(w4a8::family());
+  print_family(w4a16::family());
+  print_family(dense::family(), dense_note);
+  print_family(attention::family());
   return 0;
 }
 

@@ -10,7 +10,7 @@
 #include "dq4/io/checkpoint.h"
 #include "dq4/io/quant_config.h"
 #include "dq4/io/tensor_view.h"
-#include "dq4/kernels/w4a8.h"
+#include "dq4/kernels/int4.h"
 
 namespace dq4 {
 
@@ -27,7 +27,7 @@ struct LinearTensors {
 
   // int4 kinds: the weights as the kernel library takes them, pointing into the checkpoint
   // (bias left out: the caller converts it to f32). Throws for dense modules.
-  w4a8::WeightSource int4_source() const;
+  int4::WeightSource int4_source() const;
   // Bytes the checkpoint spends on this module (weights, scales, bias).
   size_t bytes() const;
 };

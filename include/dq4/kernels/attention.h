@@ -19,9 +19,8 @@
 
 #include <cstdint>
 #include <span>
-#include <string>
-#include <string_view>
-#include <vector>
+
+#include "dq4/kernels/kernel_family.h"
 
 namespace dq4 {
 class ThreadPool;
@@ -29,7 +28,18 @@ class ThreadPool;
 
 namespace dq4::attention {
 
-struct Kernel;  // one variant (scalar reference or one ISA); opaque, see kernel_name()
+struct Kernel;  // one variant (scalar reference or one ISA); opaque, see family()
+
+// The kernels compiled into this build and the choice among them: default_kernel() is the best
+// this CPU supports, or the DQ4_ISA choice (family "attention"; dq4/kernels/kernel_family.h).
+const KernelFamily<Kernel>& family();
+
+}  // namespace dq4::attention
+
+// Instantiated once, by the family's registry.cc (where Kernel is complete).
+extern template class dq4::KernelFamily<dq4::attention::Kernel>;
+
+namespace dq4::attention {
 
 enum class KvType { f32, bf16 };
 
@@ -62,22 +72,13 @@ struct Args {
   int max_threads = 0;         // 0: all threads of the pool
 };
 
-std::vector<const Kernel*> compiled_kernels();  // reference first, best last
-const Kernel* find_kernel(std::string_view name);
-std::string_view kernel_name(const Kernel& kernel);
-// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
-std::string_view variant_name(const Kernel& kernel);
-bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
-const Kernel& default_kernel();  // best supported, or the DQ4_ISA choice (family "attention")
-const Kernel& select_kernel(std::string_view isa_override);
-
 // Throws dq4::Error naming the field for invalid arguments.
 void run(const Args& args, const Kernel& kernel);
-inline void run(const Args& args) { run(args, default_kernel()); }
+inline void run(const Args& args) { run(args, family().default_kernel()); }
 // Several sequences (e.g. the decode rows of a serving step) in one job over the pool: a decode
 // row's attention is too short to be worth a hand-off of its own. Every element must name the
 // same pool and max_threads; each is checked as run() checks it. The results are run()'s.
 void run_batch(std::span<const Args> batch, const Kernel& kernel);
-inline void run_batch(std::span<const Args> batch) { run_batch(batch, default_kernel()); }
+inline void run_batch(std::span<const Args> batch) { run_batch(batch, family().default_kernel()); }
 
 }  // namespace dq4::attention

@@ -4,7 +4,7 @@
 //
 //   Y[M, N] = clamp(X[M, K] . W[N, K]^T + bias, min, max)
 //
-// The exact math (reference, avx2, avx512f, neon: kernel_is_exact(); bit for bit and for any
+// The exact math (reference, avx2, avx512f, neon: family().exact(); bit for bit and for any
 // number of threads): each output is one chain of fused multiply-adds in k order,
 //   acc = 0; for k = 0 .. K-1: acc = fma(x[m][k], w[n][k], acc)   (one rounding per step)
 //   y = acc + bias[n]   (bias 0 when absent)
@@ -29,11 +29,9 @@
 // Usage: pack the weights once with pack(), then call matmul() as often as needed.
 
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/kernel_family.h"
 #include "dq4/kernels/matmul_args.h"
 
 namespace dq4 {
@@ -42,8 +40,23 @@ class ThreadPool;
 
 namespace dq4::dense {
 
-// One implementation of the family (scalar reference or one ISA). Opaque; see kernel_name().
+// One implementation of the family (scalar reference or one ISA). Opaque; see family().
 struct Kernel;
+
+// The kernels compiled into this build ("reference", "avx2", "avx512f", "avx512_bf16", "neon",
+// "neon_bf16") and the choice among them: default_kernel() is the best exact kernel this CPU
+// supports, or the one DQ4_ISA asks for: a comma-separated list of `<kernel>` or
+// `dense:<kernel>` entries (dq4/kernels/kernel_family.h). A plain name the dense family lacks
+// (e.g. avx512_vnni) keeps the automatic choice. exact() is false for avx512_bf16 and neon_bf16,
+// which differ from the exact math above on BF16 weights only.
+const KernelFamily<Kernel>& family();
+
+}  // namespace dq4::dense
+
+// Instantiated once, by the family's registry.cc (where Kernel is complete).
+extern template class dq4::KernelFamily<dq4::dense::Kernel>;
+
+namespace dq4::dense {
 
 // F32 and BF16 weights are packed as they are; F16 weights are widened (exactly) to F32.
 enum class WeightType { f32, bf16, f16 };
@@ -78,32 +91,13 @@ class PackedWeights {
   WeightType element_ = WeightType::bf16;
 };
 
-// Kernels compiled into this build, best last. The scalar reference is always first.
-std::vector<const Kernel*> compiled_kernels();
-// The kernel named `name` ("reference", "avx2", "avx512f", "avx512_bf16", "neon", "neon_bf16"),
-// or nullptr when this build does not have it.
-const Kernel* find_kernel(std::string_view name);
-std::string_view kernel_name(const Kernel& kernel);
-// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
-std::string_view variant_name(const Kernel& kernel);
-// Whether the kernel computes the exact math above (false for avx512_bf16 and neon_bf16, which
-// differ on BF16 weights only).
-bool kernel_is_exact(const Kernel& kernel);
-// Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
-bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
-// The best exact kernel this CPU supports, or the one DQ4_ISA asks for: a comma-separated list
-// of `<kernel>` or `dense:<kernel>` entries (full grammar: docs/kernels.md, "DQ4_ISA"). A plain
-// name the dense family lacks (e.g. avx512_vnni) keeps the automatic choice. Throws dq4::Error for
-// names no family knows and kernels this CPU cannot run. Decided once per process.
-const Kernel& default_kernel();
-// Same choice, re-evaluated for the given DQ4_ISA value (empty = automatic). For `dq4 info`/tests.
-const Kernel& select_kernel(std::string_view isa_override);
-
 // Packs `source` for `kernel` (multi-threaded over `pool`, default the global pool).
 // Throws dq4::Error naming the field for any invalid input (sizes, null or misaligned pointers,
 // non-finite weights or bias).
 PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool = nullptr);
-inline PackedWeights pack(const WeightSource& source) { return pack(source, default_kernel()); }
+inline PackedWeights pack(const WeightSource& source) {
+  return pack(source, family().default_kernel());
+}
 
 // Y = clamp(X . W^T + bias). Throws dq4::Error on invalid arguments (including non-finite
 // activations). Kernels never allocate; the bf16-activation variants reuse a per-thread buffer

@@ -25,11 +25,10 @@
 // Usage: pack the weights once with pack(), then call matmul() as often as needed.
 
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/int4.h"
+#include "dq4/kernels/kernel_family.h"
 #include "dq4/kernels/matmul_args.h"
 #include "dq4/kernels/w4a8.h"
 
@@ -39,12 +38,22 @@ class ThreadPool;
 
 namespace dq4::w4a16 {
 
-// One implementation of the family (scalar reference or one ISA). Opaque; see kernel_name().
+// One implementation of the family (scalar reference or one ISA). Opaque; see family().
 struct Kernel;
 
-// The weights as a checkpoint holds them: the same int4 sources as W4A8.
-using ScaleType = w4a8::ScaleType;
-using WeightSource = w4a8::WeightSource;
+// The kernels compiled into this build ("reference", "avx2", "avx512f", "neon") and the choice
+// among them: default_kernel() is the best this CPU supports, or the one DQ4_ISA asks for
+// (dq4/kernels/kernel_family.h: a W4A8 name such as avx512_vnni leaves W4A16 on its automatic
+// choice).
+const KernelFamily<Kernel>& family();
+
+}  // namespace dq4::w4a16
+
+// Instantiated once, by the family's registry.cc (where Kernel is complete).
+extern template class dq4::KernelFamily<dq4::w4a16::Kernel>;
+
+namespace dq4::w4a16 {
+
 using MatmulArgs = dq4::MatmulArgs;
 
 // Packed weights: owned, aligned, in the shared int4 layout for the kernel that packed them.
@@ -63,40 +72,27 @@ class PackedWeights {
   const uint8_t* data() const { return data_.data(); }
 
  private:
-  friend PackedWeights pack(const WeightSource&, const Kernel&, ThreadPool*);
+  friend PackedWeights pack(const int4::WeightSource&, const Kernel&, ThreadPool*);
   AlignedBuffer data_;
   const Kernel* kernel_ = nullptr;
   int64_t n_ = 0, k_ = 0, group_size_ = 0;
   bool f32_group_scales_ = false;
 };
 
-// Kernels compiled into this build, best last. The scalar reference is always first.
-std::vector<const Kernel*> compiled_kernels();
-// The kernel named `name` ("reference", "avx2", "avx512f", "neon"), or nullptr when this build
-// does not have it.
-const Kernel* find_kernel(std::string_view name);
-std::string_view kernel_name(const Kernel& kernel);
-// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
-std::string_view variant_name(const Kernel& kernel);
-// Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
-bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
-// The best kernel this CPU supports, or the one DQ4_ISA asks for (src/kernels/family.h: a W4A8
-// name such as avx512_vnni leaves W4A16 on its automatic choice). Decided once per process.
-const Kernel& default_kernel();
-// Same choice, re-evaluated for the given DQ4_ISA value (empty = automatic). For `dq4 info`/tests.
-const Kernel& select_kernel(std::string_view isa_override);
-
 // Packs `source` for `kernel` (multi-threaded over `pool`, default the global pool).
 // Throws dq4::Error naming the field for any invalid input.
-PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool = nullptr);
-inline PackedWeights pack(const WeightSource& source) { return pack(source, default_kernel()); }
+PackedWeights pack(const int4::WeightSource& source, const Kernel& kernel,
+                   ThreadPool* pool = nullptr);
+inline PackedWeights pack(const int4::WeightSource& source) {
+  return pack(source, family().default_kernel());
+}
 
 // Y = clamp(X . dequant(W)^T + bias). Throws dq4::Error on invalid arguments, including
 // activations that are not finite.
 void matmul(const PackedWeights& weights, const MatmulArgs& args);
 // The same math on weights packed for W4A8 (no copy), with the group scales they hold. Runs the
-// W4A16 kernel chosen as default_kernel() when its panel width matches theirs, else the best
-// supported one that matches, else the reference.
+// W4A16 kernel chosen as family().default_kernel() when its panel width matches theirs, else the
+// best supported one that matches, else the reference.
 void matmul(const w4a8::PackedWeights& weights, const MatmulArgs& args);
 
 }  // namespace dq4::w4a16

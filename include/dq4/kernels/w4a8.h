@@ -14,10 +14,11 @@
 #include <cfloat>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/int4.h"
+#include "dq4/kernels/kernel_family.h"
 #include "dq4/kernels/matmul_args.h"
 
 namespace dq4 {
@@ -26,22 +27,20 @@ class ThreadPool;
 
 namespace dq4::w4a8 {
 
-// One implementation of the family (scalar reference or one ISA). Opaque; see kernel_name().
+// One implementation of the family (scalar reference or one ISA). Opaque; see family().
 struct Kernel;
 
-enum class ScaleType { f32, bf16, f16 };
+// The kernels compiled into this build ("reference", "avx2", "avx_vnni", "avx512_vnni", "neon",
+// "neon_dotprod", "neon_i8mm") and the choice among them: default_kernel() is the best this CPU
+// supports, or the one DQ4_ISA names (dq4/kernels/kernel_family.h).
+const KernelFamily<Kernel>& family();
 
-// Int4 weights as a checkpoint holds them. Give exactly one of `values` or `packed`.
-struct WeightSource {
-  int64_t n = 0;                    // output channels (rows of W)
-  int64_t k = 0;                    // input features
-  int64_t group_size = 0;           // 0 or k: channelwise; else a multiple of 32, at most k
-  const int8_t* values = nullptr;   // [n, k] int8 in [-8, 7] (compressed-tensors int-quantized)
-  const int32_t* packed = nullptr;  // [n, ceil(k/8)] (pack-quantized: nibble q+8, LSB first)
-  const void* scales = nullptr;     // [n, groups] of scale_type; groups = ceil(k / group_size)
-  ScaleType scale_type = ScaleType::f32;
-  const float* bias = nullptr;  // [n] or null
-};
+}  // namespace dq4::w4a8
+
+// Instantiated once, by the family's registry.cc (where Kernel is complete).
+extern template class dq4::KernelFamily<dq4::w4a8::Kernel>;
+
+namespace dq4::w4a8 {
 
 // Packed weights: owned, aligned, in the layout of the kernel that packed them, with everything
 // the epilogue needs (scales, per-column sums, bias).
@@ -58,33 +57,19 @@ class PackedWeights {
   const uint8_t* data() const { return data_.data(); }
 
  private:
-  friend PackedWeights pack(const WeightSource&, const Kernel&, ThreadPool*);
+  friend PackedWeights pack(const int4::WeightSource&, const Kernel&, ThreadPool*);
   AlignedBuffer data_;
   const Kernel* kernel_ = nullptr;
   int64_t n_ = 0, k_ = 0, group_size_ = 0;
 };
 
-// Kernels compiled into this build, best last. The scalar reference is always first.
-std::vector<const Kernel*> compiled_kernels();
-// The kernel named `name` ("reference", "avx2", "avx_vnni", "avx512_vnni", "neon",
-// "neon_dotprod", "neon_i8mm"), or nullptr when this build does not have it.
-const Kernel* find_kernel(std::string_view name);
-std::string_view kernel_name(const Kernel& kernel);
-// What it computes: data types, ISA, tiles (e.g. "qai8dx_qsi4_f32_avx512vnni_4x64_8x32").
-std::string_view variant_name(const Kernel& kernel);
-// Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
-bool kernel_supported(const Kernel& kernel, std::string* why = nullptr);
-// The best kernel this CPU supports, or the one DQ4_ISA names (grammar: src/kernels/family.h;
-// throws dq4::Error if DQ4_ISA names an unknown kernel or one this CPU cannot run). Decided once
-// per process.
-const Kernel& default_kernel();
-// Same choice, re-evaluated for the given DQ4_ISA value (empty = automatic). For `dq4 info`/tests.
-const Kernel& select_kernel(std::string_view isa_override);
-
 // Packs `source` for `kernel` (multi-threaded over `pool`, default the global pool).
 // Throws dq4::Error naming the field for any invalid input.
-PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool = nullptr);
-inline PackedWeights pack(const WeightSource& source) { return pack(source, default_kernel()); }
+PackedWeights pack(const int4::WeightSource& source, const Kernel& kernel,
+                   ThreadPool* pool = nullptr);
+inline PackedWeights pack(const int4::WeightSource& source) {
+  return pack(source, family().default_kernel());
+}
 
 using MatmulArgs = ::dq4::MatmulArgs;  // shared by every kernel family
 
@@ -127,8 +112,8 @@ class QuantizedActivations {
 
 // Quantizes x[m, k] (row stride ldx >= k) into `out`, the rows split over at most `max_threads`
 // threads of `pool` (default: the global pool, all threads), with `kernel`'s vector code (default:
-// default_kernel(); every kernel gives the same bits). Throws dq4::Error for invalid arguments and
-// for a row holding a NaN or infinite value (naming the row).
+// family().default_kernel(); every kernel gives the same bits). Throws dq4::Error for invalid
+// arguments and for a row holding a NaN or infinite value (naming the row).
 void quantize_activations(const float* x, int64_t m, int64_t k, int64_t ldx,
                           QuantizedActivations& out, ThreadPool* pool = nullptr,
                           int max_threads = 0, const Kernel* kernel = nullptr);

@@ -43,6 +43,19 @@ struct LoadReport {
   size_t other_bytes = 0;      // norms, biases, rope tables
 };
 
+// What one token costs the forward pass: the work the ceilings of `dq4 bench model` divide by.
+struct TokenCost {
+  // Bytes of weights a decoded token reads: every packed linear layer (the head included), one
+  // row of the embedding table, the norms and the rope table.
+  size_t weight_bytes = 0;
+  // Operations of the linear layers per token, 2 per multiply-add (the head included; attention's
+  // scores and weighted sums left out).
+  int64_t linear_ops = 0;
+  // Bytes of keys and values one position takes in the KV cache, over all layers: what the cache
+  // grows by per token, and what attention reads per position of context.
+  size_t kv_bytes = 0;
+};
+
 // One sequence's part of a forward batch.
 struct SequenceInput {
   std::span<const int32_t> tokens;  // the new tokens
@@ -69,8 +82,10 @@ class Model {
   // The KV cache shape this model needs for `blocks` blocks of `block_size` tokens.
   KvCacheShape kv_shape(int64_t blocks, int64_t block_size = 16,
                         attention::KvType type = attention::KvType::f32) const;
-  // Bytes of weights read per decoded token (packed linears + one embedding row + norms).
-  size_t bytes_per_token() const;
+  // What a token costs with a KV cache of `kv_type`.
+  TokenCost cost_per_token(attention::KvType kv_type = attention::KvType::f32) const;
+  // The output layer: lm_head, or the tied embedding table packed as one.
+  const Linear& head() const;
   // One line per layer kind: what runs ("q+k+v: W4A8 g32 [avx512_vnni]", ...).
   std::vector<std::string> describe() const;
 
@@ -82,10 +97,6 @@ class Model {
                ThreadPool* pool = nullptr);
   // Rows of logits forward() writes for `batch`.
   static int64_t logit_rows(std::span<const SequenceInput> batch);
-
-  // Time spent in the head (lm_head or the tied embedding) since the last reset, for bench.
-  double head_seconds() const;
-  void reset_head_seconds();
 
   struct Impl;
 

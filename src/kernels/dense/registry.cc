@@ -1,7 +1,5 @@
 // The table of dense kernels compiled into this build and the runtime choice among them.
 
-#include <string>
-
 #include "../family.h"
 #include "dq4/kernels/dense.h"
 #include "kernel.h"
@@ -18,10 +16,8 @@ extern const Kernel kNeonKernel;
 extern const Kernel kNeonBf16Kernel;
 #endif
 
-namespace {
-
-const kernels::Registry<Kernel>& registry() {
-  static const kernels::Registry<Kernel> table("dense", {
+const KernelFamily<Kernel>& family() {
+  static const KernelFamily<Kernel> table("dense", {
     &kReferenceKernel,
 #if defined(__x86_64__)
         &kAvx2Kernel, &kAvx512fKernel, &kAvx512Bf16Kernel,
@@ -32,10 +28,6 @@ const kernels::Registry<Kernel>& registry() {
   return table;
 }
 
-}  // namespace
-
-DQ4_KERNEL_FAMILY_FUNCTIONS
-
-bool kernel_is_exact(const Kernel& kernel) { return kernel.exact; }
-
 }  // namespace dq4::dense
+
+template class dq4::KernelFamily<dq4::dense::Kernel>;

@@ -11,14 +11,11 @@
 
 #include "dq4/kernels/error.h"
 #include "dq4/kernels/half.h"
+#include "dq4/kernels/int4.h"
 #include "dq4/kernels/thread_pool.h"
-#include "dq4/kernels/w4a8.h"
 #include "layout.h"
 
 namespace dq4::int4 {
-
-using w4a8::ScaleType;
-using w4a8::WeightSource;
 
 namespace {
 

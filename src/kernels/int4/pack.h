@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "dq4/kernels/aligned_buffer.h"
-#include "dq4/kernels/w4a8.h"
+#include "dq4/kernels/int4.h"
 #include "layout.h"
 
 namespace dq4 {
@@ -21,7 +21,7 @@ struct PackedPanels {
 
 // Validates `source` and packs it in parallel over `pool`. Throws dq4::Error naming the field,
 // the message starting with `who` (e.g. "w4a16::pack").
-PackedPanels pack_panels(const w4a8::WeightSource& source, int64_t nr, GroupScales scales,
+PackedPanels pack_panels(const WeightSource& source, int64_t nr, GroupScales scales,
                          ThreadPool& pool, const char* who);
 
 }  // namespace dq4::int4

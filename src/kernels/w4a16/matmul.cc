@@ -28,11 +28,11 @@ void run_rows_and_tiles(const Kernel& kernel, const Layout& l, const uint8_t* pa
 // The kernel that runs weights packed with panel width nr: the default when it matches (or is the
 // reference, which runs any width), else the best supported one that matches, else the reference.
 const Kernel& kernel_for_width(int64_t nr) {
-  const Kernel& chosen = default_kernel();
-  const auto kernels = compiled_kernels();
+  const Kernel& chosen = family().default_kernel();
+  const std::vector<const Kernel*>& kernels = family().kernels();
   if (chosen.nr == nr || &chosen == kernels.front()) return chosen;
   for (auto it = kernels.rbegin(); it != kernels.rend(); ++it)
-    if ((*it)->nr == nr && kernel_supported(**it)) return **it;
+    if ((*it)->nr == nr && family().supported(**it)) return **it;
   return *kernels.front();
 }
 

@@ -11,10 +11,10 @@
 
 namespace dq4::w4a16 {
 
-PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool) {
+PackedWeights pack(const int4::WeightSource& source, const Kernel& kernel, ThreadPool* pool) {
   // bf16 group scales are stored as they are (so the pack is W4A8's too); f32 and f16 ones would
   // lose bits in bf16 and are stored as f32.
-  const bool f32_scales = source.scale_type != ScaleType::bf16;
+  const bool f32_scales = source.scale_type != int4::ScaleType::bf16;
   int4::PackedPanels panels =
       int4::pack_panels(source, kernel.nr, f32_scales ? GroupScales::f32 : GroupScales::bf16,
                         pool != nullptr ? *pool : ThreadPool::global(), "w4a16::pack");

@@ -1,7 +1,5 @@
 // The table of W4A16 kernels compiled into this build and the runtime choice among them.
 
-#include <string>
-
 #include "../family.h"
 #include "dq4/kernels/w4a16.h"
 #include "kernel.h"
@@ -16,10 +14,8 @@ extern const Kernel kAvx512fKernel;
 extern const Kernel kNeonKernel;
 #endif
 
-namespace {
-
-const kernels::Registry<Kernel>& registry() {
-  static const kernels::Registry<Kernel> table("w4a16", {
+const KernelFamily<Kernel>& family() {
+  static const KernelFamily<Kernel> table("w4a16", {
     &kReferenceKernel,
 #if defined(__x86_64__)
         &kAvx2Kernel, &kAvx512fKernel,
@@ -30,8 +26,6 @@ const kernels::Registry<Kernel>& registry() {
   return table;
 }
 
-}  // namespace
-
-DQ4_KERNEL_FAMILY_FUNCTIONS
-
 }  // namespace dq4::w4a16
+
+template class dq4::KernelFamily<dq4::w4a16::Kernel>;

@@ -92,7 +92,7 @@ void quantize_checked(const std::string& f, const float* x, int64_t m, int64_t k
     throw Error(f + ": ldx " + std::to_string(ldx) + " is smaller than k " + std::to_string(k));
   if (max_threads < 0)
     throw Error(f + ": max_threads must be >= 0, got " + std::to_string(max_threads));
-  const Kernel& quantizer = kernel != nullptr ? *kernel : default_kernel();
+  const Kernel& quantizer = kernel != nullptr ? *kernel : family().default_kernel();
 
   const int64_t ldq = round_up(k, kSumBlock), blocks = ldq / kSumBlock;
   const size_t q_bytes = static_cast<size_t>(round_up(m * ldq, 64));

@@ -11,7 +11,7 @@
 
 namespace dq4::w4a8 {
 
-PackedWeights pack(const WeightSource& source, const Kernel& kernel, ThreadPool* pool) {
+PackedWeights pack(const int4::WeightSource& source, const Kernel& kernel, ThreadPool* pool) {
   int4::PackedPanels panels =
       int4::pack_panels(source, kernel.nr, GroupScales::bf16,
                         pool != nullptr ? *pool : ThreadPool::global(), "w4a8::pack");

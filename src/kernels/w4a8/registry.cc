@@ -1,9 +1,6 @@
 // The table of W4A8 kernels compiled into this build and the runtime choice among them.
 
-#include <string>
-
 #include "../family.h"
-#include "dq4/kernels/error.h"
 #include "dq4/kernels/w4a8.h"
 #include "kernel.h"
 
@@ -20,10 +17,8 @@ extern const Kernel kNeonDotprodKernel;
 extern const Kernel kNeonI8mmKernel;
 #endif
 
-namespace {
-
-const kernels::Registry<Kernel>& registry() {
-  static const kernels::Registry<Kernel> table("w4a8", {
+const KernelFamily<Kernel>& family() {
+  static const KernelFamily<Kernel> table("w4a8", {
     &kReferenceKernel,
 #if defined(__x86_64__)
         &kAvx2Kernel, &kAvxVnniKernel, &kAvx512VnniKernel,
@@ -34,8 +29,6 @@ const kernels::Registry<Kernel>& registry() {
   return table;
 }
 
-}  // namespace
-
-DQ4_KERNEL_FAMILY_FUNCTIONS
-
 }  // namespace dq4::w4a8
+
+template class dq4::KernelFamily<dq4::w4a8::Kernel>;

@@ -98,8 +98,8 @@ std::vector<CaseResult> run_attention_cases(const AttentionBench& bench) {
         a.max_threads = threads;
         CaseResult r;
         r.kind = "attention";
-        r.isa = std::string(attention::kernel_name(*bench.kernel)) + "/" + type_name;
-        r.variant = std::string(attention::variant_name(*bench.kernel)) + "/" + type_name;
+        r.isa = std::string(attention::family().name(*bench.kernel)) + "/" + type_name;
+        r.variant = std::string(attention::family().variant(*bench.kernel)) + "/" + type_name;
         r.n = kHeads * kHeadDim;
         r.k = context;
         r.m = shape.tokens;

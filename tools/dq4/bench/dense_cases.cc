@@ -82,8 +82,8 @@ std::vector<CaseResult> run_dense_cases(const DenseBench& bench, const std::stri
       args.max_threads = threads;
       CaseResult r;
       r.kind = kind;
-      r.isa = std::string(dense::kernel_name(*bench.kernel));
-      r.variant = std::string(dense::variant_name(*bench.kernel));
+      r.isa = std::string(dense::family().name(*bench.kernel));
+      r.variant = std::string(dense::family().variant(*bench.kernel));
       r.n = s.n;
       r.k = s.k;
       r.m = m;

@@ -57,14 +57,14 @@ FixedCost measure(Pack pack, Matmul matmul, int64_t k, int64_t group, const floa
 
 FixedCost fixed_call_cost(const w4a8::Kernel& kernel, int64_t k, int64_t group, const float* x,
                           int64_t m, int threads) {
-  return measure([&](const w4a8::WeightSource& s) { return w4a8::pack(s, kernel); },
+  return measure([&](const int4::WeightSource& s) { return w4a8::pack(s, kernel); },
                  [](const w4a8::PackedWeights& w, const MatmulArgs& a) { w4a8::matmul(w, a); }, k,
                  group, x, m, threads);
 }
 
 FixedCost fixed_call_cost(const w4a16::Kernel& kernel, int64_t k, int64_t group, const float* x,
                           int64_t m, int threads) {
-  return measure([&](const w4a16::WeightSource& s) { return w4a16::pack(s, kernel); },
+  return measure([&](const int4::WeightSource& s) { return w4a16::pack(s, kernel); },
                  [](const w4a16::PackedWeights& w, const MatmulArgs& a) { w4a16::matmul(w, a); }, k,
                  group, x, m, threads);
 }

@@ -43,13 +43,13 @@ struct Run {
   Run(const KernelGrid& g, std::FILE* out, size_t budget)
       : grid(g),
         info(out),
-        isa(w4a8::kernel_name(*g.kernel)),
+        isa(w4a8::family().name(*g.kernel)),
         cold_budget(budget),
-        refs(budget, g.has_kind("w4a8") ? dot_peak_for(isa) : DotPeak::none,
-             g.has_kind("w4a16") ? fma_peak_for(w4a16::kernel_name(*g.w4a16_kernel))
+        refs(budget, g.has_kind("w4a8") ? dot_peak_for(*g.kernel) : DotPeak::none,
+             g.has_kind("w4a16") ? fma_peak_for(w4a16::family(), *g.w4a16_kernel)
              : g.has_kind("dense-bf16") || g.has_kind("dense-f32")
-                 ? fma_peak_for(dense::kernel_name(*g.dense_kernel))
-             : g.has_kind("attention") ? fma_peak_for(attention::kernel_name(*g.attention_kernel))
+                 ? fma_peak_for(dense::family(), *g.dense_kernel)
+             : g.has_kind("attention") ? fma_peak_for(attention::family(), *g.attention_kernel)
                                        : FmaPeak::none,
              g.threads) {}
 
@@ -120,7 +120,7 @@ std::vector<CaseResult> run_kernel_cases(Run& run, const Shape& s, const Int4Wei
       const w4a8::MatmulArgs args = matmul_args(x, m, s.k, y, s.n, threads);
       CaseResult r;
       r.isa = run.isa;
-      r.variant = w4a8::variant_name(*grid.kernel);
+      r.variant = w4a8::family().variant(*grid.kernel);
       r.n = s.n;
       r.k = s.k;
       r.m = m;
@@ -219,7 +219,7 @@ void run_w4a16_kind(Run& run, const Shape& s, const Int4Weights& weights, const 
   bench.starting = [&](const std::string& kind, int64_t m, int threads) {
     std::fprintf(stderr, "[%lld/%lld] %s %s %lldx%lld group %lld M %lld threads %d\n",
                  static_cast<long long>(++run.cases_started), static_cast<long long>(grid.cases()),
-                 kind.c_str(), std::string(w4a16::kernel_name(*grid.w4a16_kernel)).c_str(),
+                 kind.c_str(), std::string(w4a16::family().name(*grid.w4a16_kernel)).c_str(),
                  static_cast<long long>(s.n), static_cast<long long>(s.k),
                  static_cast<long long>(weights.group), static_cast<long long>(m), threads);
   };
@@ -244,7 +244,7 @@ void run_dense_kinds(Run& run, const Shape& s, const float* x, float* y,
   bench.starting = [&](const std::string& kind, int64_t m, int threads) {
     std::fprintf(stderr, "[%lld/%lld] %s %s %lldx%lld M %lld threads %d\n",
                  static_cast<long long>(++run.cases_started), static_cast<long long>(grid.cases()),
-                 kind.c_str(), std::string(dense::kernel_name(*grid.dense_kernel)).c_str(),
+                 kind.c_str(), std::string(dense::family().name(*grid.dense_kernel)).c_str(),
                  static_cast<long long>(s.n), static_cast<long long>(s.k),
                  static_cast<long long>(m), threads);
   };
@@ -305,8 +305,8 @@ void run_attention_kind(Run& run) {
   bench.starting = [&](const std::string& what, int threads) {
     std::fprintf(stderr, "[%lld/%lld] attention %s %s threads %d\n",
                  static_cast<long long>(++run.cases_started), static_cast<long long>(grid.cases()),
-                 std::string(attention::kernel_name(*grid.attention_kernel)).c_str(), what.c_str(),
-                 threads);
+                 std::string(attention::family().name(*grid.attention_kernel)).c_str(),
+                 what.c_str(), threads);
   };
   std::vector<CaseResult> cases = run_attention_cases(bench);
   run.refs.measure(run.info, "after attention");
@@ -347,10 +347,10 @@ int run_kernel_bench(int argc, char** argv, int first) {
                "dq4 bench kernels%s: kinds %s, w4a8 kernel %s, w4a16 kernel %s, dense kernel %s, "
                "attention kernel %s, threads %s (pool %d), cpu: %s\n",
                grid.quick ? " --quick" : "", kinds.c_str(),
-               std::string(w4a8::kernel_name(*grid.kernel)).c_str(),
-               std::string(w4a16::kernel_name(*grid.w4a16_kernel)).c_str(),
-               std::string(dense::kernel_name(*grid.dense_kernel)).c_str(),
-               std::string(attention::kernel_name(*grid.attention_kernel)).c_str(),
+               std::string(w4a8::family().name(*grid.kernel)).c_str(),
+               std::string(w4a16::family().name(*grid.w4a16_kernel)).c_str(),
+               std::string(dense::family().name(*grid.dense_kernel)).c_str(),
+               std::string(attention::family().name(*grid.attention_kernel)).c_str(),
                join(grid.threads).c_str(), ThreadPool::global().size(),
                cpu_features().to_string().c_str());
   if (grid.baseline) std::fprintf(info, "f32 baseline: %s\n", f32_library().c_str());

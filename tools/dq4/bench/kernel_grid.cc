@@ -179,16 +179,16 @@ KernelGrid kernel_grid(const Args& args) {
   }
 
   if (args.value("isa").empty()) {
-    grid.kernel = &w4a8::default_kernel();
-    grid.dense_kernel = &dense::default_kernel();
-    grid.w4a16_kernel = &w4a16::default_kernel();
-    grid.attention_kernel = &attention::default_kernel();
+    grid.kernel = &w4a8::family().default_kernel();
+    grid.dense_kernel = &dense::family().default_kernel();
+    grid.w4a16_kernel = &w4a16::family().default_kernel();
+    grid.attention_kernel = &attention::family().default_kernel();
   } else {
     try {
-      grid.kernel = &w4a8::select_kernel(args.value("isa"));
-      grid.dense_kernel = &dense::select_kernel(args.value("isa"));
-      grid.w4a16_kernel = &w4a16::select_kernel(args.value("isa"));
-      grid.attention_kernel = &attention::select_kernel(args.value("isa"));
+      grid.kernel = &w4a8::family().select(args.value("isa"));
+      grid.dense_kernel = &dense::family().select(args.value("isa"));
+      grid.w4a16_kernel = &w4a16::family().select(args.value("isa"));
+      grid.attention_kernel = &attention::family().select(args.value("isa"));
     } catch (const Error& e) {
       throw Error(std::string("option --isa: ") + e.what());
     }

@@ -18,7 +18,8 @@
 #include "dq4/kernels/error.h"
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/kernels/w4a8.h"
-#include "dq4/model/architecture.h"
+#include "dq4/layers/linear.h"
+#include "dq4/model/model.h"
 #include "load_options.h"
 #include "model_options.h"
 #include "progress.h"
@@ -40,8 +41,9 @@ struct Case {
   // Int-ops (prompt) or bytes read (decode) per token: the ceiling is the machine's int8 peak or
   // read bandwidth divided by it.
   double work_per_token = 0;
-  double reference = 0;   // that peak (G int-op/s) or bandwidth (GB/s), probed beside the repeat
-  double head_share = 0;  // decode: fraction of the time spent in the head
+  double reference = 0;  // that peak (G int-op/s) or bandwidth (GB/s), probed beside the repeat
+  // Decode: the share of a step's time the head takes (the head timed on its own, HeadTimer).
+  double head_share = 0;
   double peak_rss_mb = 0;
   // Packed weights + embeddings + the largest KV cache of the model's cases: what the model must
   // hold; peak_rss_mb / this is the memory overhead.
@@ -60,22 +62,28 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint32_t seed) {
   return out;
 }
 
-// Multiply-adds per token in the linear layers (2 int-ops each), attention left out.
-double linear_ops_per_token(const ModelConfig& c) {
-  const Architecture arch = Architecture::from_config(c, "config.json");
-  double macs = 0;
-  for (const LinearModule& m : arch.linear_modules())
-    macs += static_cast<double>(m.out_features) * static_cast<double>(m.in_features);
-  if (!arch.head) macs += static_cast<double>(c.vocab_size) * static_cast<double>(c.hidden_size);
-  return 2 * macs;
-}
+// The head alone on one row, as a decode step runs it (the step's logits are one row): what
+// the step spends in the head, timed apart from the step.
+class HeadTimer {
+ public:
+  explicit HeadTimer(const Model& model)
+      : head_(model.head()),
+        row_(static_cast<size_t>(head_.in_features())),
+        logits_(static_cast<size_t>(head_.out_features())) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;  // about what the final norm hands the head
+    for (float& v : row_) v = normal(rng);
+  }
+  double seconds(ThreadPool& pool) {
+    const double t0 = now_seconds();
+    head_.forward(row_.data(), 1, head_.in_features(), logits_.data(), head_.out_features(), &pool);
+    return now_seconds() - t0;
+  }
 
-// K and V bytes attention reads per decoded token at context `ctx`.
-double kv_bytes(const ModelConfig& c, int64_t ctx, attention::KvType type) {
-  const double element = type == attention::KvType::f32 ? 4 : 2;
-  return 2.0 * static_cast<double>(c.num_hidden_layers * c.num_key_value_heads * c.head_dim) *
-         static_cast<double>(ctx) * element;
-}
+ private:
+  const Linear& head_;
+  std::vector<float> row_, logits_;
+};
 
 struct Settings {
   std::vector<int64_t> prompt_lengths;
@@ -142,6 +150,7 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
                Probes& probes, std::vector<Case>& cases, bool prompts) {
   ThreadPool pool(threads);
   const ModelConfig& c = model.config();
+  const TokenCost cost = model.cost_per_token(s.kv_type);
   if (prompts)
     for (int64_t n : s.prompt_lengths) {
       const std::vector<int32_t> tokens = random_tokens(n, c.vocab_size, 1);
@@ -161,7 +170,7 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
         before = after;
       }
       Case k{"prompt", head, n, threads};
-      k.work_per_token = linear_ops_per_token(c);
+      k.work_per_token = static_cast<double>(cost.linear_ops);
       k = summarize_repeats(k, repeats);
       k.peak_rss_mb = probes.peak_rss_mb();
       cases.push_back(k);
@@ -169,11 +178,11 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
   const std::vector<int32_t> prompt = random_tokens(kDecodePrompt, c.vocab_size, 2);
   std::vector<Repeat> repeats;
   Session session(model, kDecodePrompt + s.decode_tokens, s.kv_type, kPrefillChunk, &pool);
+  HeadTimer head_timer(model);
   for (int r = 0; r < s.repeats; ++r) {
     session.truncate(0);
     std::span<const float> logits = session.feed(prompt);
-    model.reset_head_seconds();
-    double decode_seconds = 0, probe_seconds = 0;
+    double decode_seconds = 0, probe_seconds = 0, head_seconds = 0;
     for (int64_t i = 0; i < s.decode_tokens; ++i) {
       const double t0 = now_seconds();
       const int32_t next =
@@ -181,14 +190,18 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
       logits = session.feed(std::span(&next, 1));
       decode_seconds += now_seconds() - t0;
       probe_seconds += probes.read.read_next(pool, threads, kProbeChunk);
+      // After the probe, which leaves the cache as cold as the step's other weights leave it.
+      head_seconds += head_timer.seconds(pool);
     }
     const double probed = static_cast<double>(kProbeChunk) * static_cast<double>(s.decode_tokens);
     repeats.push_back({static_cast<double>(s.decode_tokens) / decode_seconds,
-                       probed / probe_seconds * 1e-9, model.head_seconds()});
+                       probed / probe_seconds * 1e-9, head_seconds});
   }
   Case k{"decode", head, s.decode_tokens, threads};
-  k.work_per_token = static_cast<double>(model.bytes_per_token()) +
-                     kv_bytes(c, kDecodePrompt + s.decode_tokens / 2, s.kv_type);
+  // Attention reads the keys and values of the context, which grows over the decode.
+  const int64_t mean_context = kDecodePrompt + s.decode_tokens / 2;
+  k.work_per_token = static_cast<double>(cost.weight_bytes) +
+                     static_cast<double>(cost.kv_bytes) * static_cast<double>(mean_context);
   k = summarize_repeats(k, repeats);
   k.peak_rss_mb = probes.peak_rss_mb();
   cases.push_back(k);
@@ -258,8 +271,7 @@ int run_model_bench(int argc, char** argv, int first) {
   options.linear = linear_options(args);
   options.quantize_group = quantize_option(args);
   if (synth && !options.quantize_group) options.quantize_group = 32;  // the synthetic model is BF16
-  Probes probes{ReadBandwidthProbe(kProbeBytes),
-                dot_peak_for(w4a8::kernel_name(w4a8::default_kernel()))};
+  Probes probes{ReadBandwidthProbe(kProbeBytes), dot_peak_for(w4a8::family().default_kernel())};
   std::vector<Case> cases;
   size_t packed = 0, embedding = 0;
   double load_seconds = 0;
@@ -290,7 +302,8 @@ int run_model_bench(int argc, char** argv, int first) {
       for (int64_t n : s.prompt_lengths) context = std::max(context, n);
     const double model_bytes = static_cast<double>(model->load_report().packed_bytes) +
                                static_cast<double>(model->load_report().embedding_bytes) +
-                               kv_bytes(model->config(), context, s.kv_type);
+                               static_cast<double>(model->cost_per_token(s.kv_type).kv_bytes) *
+                                   static_cast<double>(context);
     for (size_t i = first; i < cases.size(); ++i) cases[i].model_mb = model_bytes / 1e6;
   };
   bench_head(false, true);

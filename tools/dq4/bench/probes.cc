@@ -344,18 +344,19 @@ PeakLoop peak_loop(DotPeak peak) {
   }
 }
 
-bool cpu_has(DotPeak peak) {
-  const CpuFeatures& f = cpu_features();
-  switch (peak) {
-    case DotPeak::avx512_vnni:
-      return f.avx512f && f.avx512_vnni;
-    case DotPeak::avx_vnni:
-      return f.avx2 && f.avx_vnni;
-    case DotPeak::avx2_maddubs:
-      return f.avx2;
-    default:
-      return false;
-  }
+// The probe of the instruction the W4A8 kernel named `isa` is built on, or none.
+DotPeak dot_peak_of(std::string_view isa) {
+  if (isa == "avx512_vnni") return DotPeak::avx512_vnni;
+  if (isa == "avx_vnni") return DotPeak::avx_vnni;
+  if (isa == "avx2") return DotPeak::avx2_maddubs;
+  return DotPeak::none;
+}
+
+// The probe of `kernel`'s own instruction when this build holds one and this CPU runs `kernel`,
+// else none.
+DotPeak own_dot_peak(const w4a8::Kernel& kernel) {
+  const DotPeak peak = dot_peak_of(w4a8::family().name(kernel));
+  return peak_loop(peak).loop != nullptr && w4a8::family().supported(kernel) ? peak : DotPeak::none;
 }
 
 PeakLoop fma_loop(FmaPeak peak) {
@@ -368,18 +369,6 @@ PeakLoop fma_loop(FmaPeak peak) {
 #endif
     default:
       return {nullptr, 0};
-  }
-}
-
-bool cpu_has(FmaPeak peak) {
-  const CpuFeatures& f = cpu_features();
-  switch (peak) {
-    case FmaPeak::avx512:
-      return f.avx512f;
-    case FmaPeak::avx2:
-      return f.avx2 && f.fma;
-    default:
-      return false;
   }
 }
 
@@ -487,14 +476,11 @@ std::vector<Bandwidth> ReadBandwidthProbe::measure(const std::vector<int>& threa
   return out;
 }
 
-DotPeak dot_peak_for(std::string_view kernel_name) {
-  DotPeak wanted = DotPeak::none;
-  if (kernel_name == "avx512_vnni") wanted = DotPeak::avx512_vnni;
-  if (kernel_name == "avx_vnni") wanted = DotPeak::avx_vnni;
-  if (kernel_name == "avx2") wanted = DotPeak::avx2_maddubs;
-  if (wanted != DotPeak::none) return cpu_has(wanted) ? wanted : DotPeak::none;
-  for (DotPeak best : {DotPeak::avx512_vnni, DotPeak::avx_vnni, DotPeak::avx2_maddubs})
-    if (cpu_has(best) && peak_loop(best).loop != nullptr) return best;
+DotPeak dot_peak_for(const w4a8::Kernel& kernel) {
+  if (const DotPeak own = own_dot_peak(kernel); own != DotPeak::none) return own;
+  const std::vector<const w4a8::Kernel*>& kernels = w4a8::family().kernels();
+  for (auto it = kernels.rbegin(); it != kernels.rend(); ++it)
+    if (const DotPeak best = own_dot_peak(**it); best != DotPeak::none) return best;
   return DotPeak::none;
 }
 
@@ -513,18 +499,14 @@ const char* dot_peak_name(DotPeak peak) {
 
 std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads, int runs,
                                   ThreadPool* pool) {
-  if (!cpu_has(peak)) return {};
   return peak_rates(pool != nullptr ? *pool : ThreadPool::global(), peak_loop(peak), threads, runs);
 }
 
-FmaPeak fma_peak_for(std::string_view kernel_name) {
-  FmaPeak wanted = FmaPeak::none;
-  if (kernel_name == "avx512f") wanted = FmaPeak::avx512;
-  if (kernel_name == "avx2") wanted = FmaPeak::avx2;
-  if (wanted != FmaPeak::none) return cpu_has(wanted) ? wanted : FmaPeak::none;
-  for (FmaPeak best : {FmaPeak::avx512, FmaPeak::avx2})
-    if (cpu_has(best) && fma_loop(best).loop != nullptr) return best;
-  return FmaPeak::none;
+FmaPeak fma_peak_of(std::string_view isa) {
+  FmaPeak peak = FmaPeak::none;
+  if (isa == "avx512f") peak = FmaPeak::avx512;
+  if (isa == "avx2") peak = FmaPeak::avx2;
+  return fma_loop(peak).loop != nullptr ? peak : FmaPeak::none;
 }
 
 const char* fma_peak_name(FmaPeak peak) {
@@ -539,7 +521,6 @@ const char* fma_peak_name(FmaPeak peak) {
 }
 
 std::vector<DotPeakRate> fma_peak(FmaPeak peak, const std::vector<int>& threads, int runs) {
-  if (!cpu_has(peak)) return {};
   return peak_rates(ThreadPool::global(), fma_loop(peak), threads, runs);
 }
 

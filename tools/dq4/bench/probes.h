@@ -11,6 +11,8 @@
 
 #include "bench/stats.h"
 #include "dq4/kernels/aligned_buffer.h"
+#include "dq4/kernels/kernel_family.h"
+#include "dq4/kernels/w4a8.h"
 
 namespace dq4 {
 class ThreadPool;
@@ -73,9 +75,11 @@ enum class DotPeak {
   avx2_maddubs,  // VPMADDUBSW + VPMADDWD + VPADDD ymm: 32
 };
 
-// The peak that bounds kernel `kernel_name` on this CPU; for the scalar reference, the best
-// instruction this CPU has.
-DotPeak dot_peak_for(std::string_view kernel_name);
+// The peak that bounds `kernel` on this CPU: that of its own instruction when a probe runs it,
+// else (the scalar reference, an Arm kernel) that of the best W4A8 kernel this CPU runs that a
+// probe does; none when there is no such kernel. Which kernels this CPU runs, and which is best,
+// the W4A8 registry says.
+DotPeak dot_peak_for(const w4a8::Kernel& kernel);
 const char* dot_peak_name(DotPeak peak);
 
 struct DotPeakRate {
@@ -84,7 +88,7 @@ struct DotPeakRate {
 };
 
 // Each thread runs a loop of independent accumulators of `peak` held in registers, on `pool`
-// (default: the global pool).
+// (default: the global pool). `peak`: as dot_peak_for() chose it (none: no rates).
 std::vector<DotPeakRate> dot_peak(DotPeak peak, const std::vector<int>& threads, int runs,
                                   ThreadPool* pool = nullptr);
 
@@ -95,11 +99,25 @@ enum class FmaPeak {
   avx2,    // VFMADD231PS ymm: 8 lanes
 };
 
-// The peak that bounds kernel `kernel_name` ("avx512f", "avx2"; for others, the widest FMA
-// this CPU has).
-FmaPeak fma_peak_for(std::string_view kernel_name);
+// The probe of the FMA of the kernels named `isa` ("avx512f", "avx2"), or none.
+FmaPeak fma_peak_of(std::string_view isa);
+
+// The peak that bounds `kernel` of `family` on this CPU: that of its own ISA when a probe runs it,
+// else that of the best kernel of `family` this CPU runs that a probe does; none when there is no
+// such kernel.
+template <class Kernel>
+FmaPeak fma_peak_for(const KernelFamily<Kernel>& family, const Kernel& kernel) {
+  if (const FmaPeak own = fma_peak_of(family.name(kernel));
+      own != FmaPeak::none && family.supported(kernel))
+    return own;
+  for (auto it = family.kernels().rbegin(); it != family.kernels().rend(); ++it)
+    if (const FmaPeak best = fma_peak_of(family.name(**it));
+        best != FmaPeak::none && family.supported(**it))
+      return best;
+  return FmaPeak::none;
+}
 const char* fma_peak_name(FmaPeak peak);
-// GFLOP/s (2 per lane of an FMA), like dot_peak.
+// GFLOP/s (2 per lane of an FMA), like dot_peak; `peak` as fma_peak_for() chose it.
 std::vector<DotPeakRate> fma_peak(FmaPeak peak, const std::vector<int>& threads, int runs);
 
 }  // namespace dq4::cli::bench

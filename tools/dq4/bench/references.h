@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <map>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,10 +30,6 @@ class MachineReferences {
   // built on (DotPeak::none / FmaPeak::none: not measured).
   MachineReferences(size_t probe_bytes, DotPeak dot_peak, FmaPeak fma_peak,
                     std::vector<int> threads);
-  // The int8 peak of `kernel_name`'s instruction only.
-  MachineReferences(size_t probe_bytes, std::string_view kernel_name, std::vector<int> threads)
-      : MachineReferences(probe_bytes, dot_peak_for(kernel_name), FmaPeak::none,
-                          std::move(threads)) {}
 
   // Forgets the measurements so far.
   void reset();

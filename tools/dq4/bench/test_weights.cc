@@ -19,14 +19,14 @@ uint64_t mix(uint64_t x) {
 
 }  // namespace
 
-w4a8::WeightSource Int4Weights::source() const {
-  w4a8::WeightSource s;
+int4::WeightSource Int4Weights::source() const {
+  int4::WeightSource s;
   s.n = n;
   s.k = k;
   s.group_size = group;
   s.packed = nibbles;
   s.scales = scales.data();
-  s.scale_type = w4a8::ScaleType::f32;
+  s.scale_type = int4::ScaleType::f32;
   return s;
 }
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "dq4/kernels/aligned_buffer.h"
-#include "dq4/kernels/w4a8.h"
+#include "dq4/kernels/int4.h"
 
 namespace dq4::cli::bench {
 
@@ -17,7 +17,7 @@ struct Int4Weights {
   std::vector<float> scales;         // [n, groups]
 
   int64_t groups() const { return group == 0 ? 1 : (k + group - 1) / group; }
-  w4a8::WeightSource source() const;
+  int4::WeightSource source() const;
   // The f32 matrix [n, k] row-major that the int4 weights stand for (q x scale).
   AlignedBuffer dequantized() const;
 };

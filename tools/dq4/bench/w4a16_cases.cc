@@ -37,8 +37,8 @@ std::vector<CaseResult> run_w4a16_cases(const W4A16Bench& bench, const Shape& s,
       args.max_threads = threads;
       CaseResult r;
       r.kind = "w4a16";
-      r.isa = std::string(w4a16::kernel_name(*bench.kernel));
-      r.variant = std::string(w4a16::variant_name(*bench.kernel));
+      r.isa = std::string(w4a16::family().name(*bench.kernel));
+      r.variant = std::string(w4a16::family().variant(*bench.kernel));
       r.n = s.n;
       r.k = s.k;
       r.m = m;
