@@ -3,6 +3,7 @@
 // conditions, n > 1, the background loop, overload and bad requests.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -464,6 +465,44 @@ TEST(EngineFake, RejectsBadRequestsAndOptions) {
   Engine fits(std::make_unique<FakeModel>(kVocab, 8192, std::vector<TokenId>{2}),
               stories_tokenizer(), o);
   EXPECT_EQ(fits.max_model_len(), 1024);
+}
+
+// The loop runs a step only once before_step has returned: held there, a request gets nothing;
+// each return lets exactly one step run (the first computes the prompt and samples a token).
+TEST(EngineFake, TheLoopStepsOnlyPastBeforeStep) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  int calls = 0, permits = 0;
+  EngineOptions o = small_options();
+  o.before_step = [&] {
+    std::unique_lock lock(mutex);
+    ++calls;
+    changed.notify_all();
+    changed.wait(lock, [&] { return permits > 0; });
+    --permits;
+  };
+  const auto held_after = [&](int steps) {  // the loop is back in before_step after `steps`
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, std::chrono::seconds(30), [&] { return calls > steps; });
+  };
+  const auto allow = [&](int steps) {
+    std::lock_guard lock(mutex);
+    permits += steps;
+    changed.notify_all();
+  };
+  Rig rig(o);
+  rig.engine.start();
+  const uint64_t id = rig.engine.add_request(greedy(prompt_of(5, 1), 3), rig.outputs.callback());
+  ASSERT_TRUE(held_after(0));
+  EXPECT_EQ(rig.outputs.get(id).events, 0);
+  allow(1);
+  ASSERT_TRUE(held_after(1));
+  EXPECT_EQ(rig.outputs.get(id).choices.at(0).tokens.size(), 1u);
+  EXPECT_FALSE(rig.outputs.get(id).finished);
+  allow(2);
+  rig.outputs.wait_finished({id});
+  EXPECT_EQ(rig.outputs.get(id).choices.at(0).tokens.size(), 3u);
+  rig.engine.stop();
 }
 
 }  // namespace

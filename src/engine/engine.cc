@@ -480,6 +480,7 @@ void Engine::Impl::run_loop() {
       });
       if (stopping && inbox.empty() && requests.empty()) return;
     }
+    if (options.before_step) options.before_step();
     step();
   }
 }

@@ -1,6 +1,7 @@
 // dq4 serve: the OpenAI-compatible HTTP server over the engine, for one model directory.
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "dq4/tokenizer/tokenizer.h"
 #include "model_options.h"
 #include "progress.h"
+#include "step_gate.h"
 
 namespace dq4::cli {
 namespace {
@@ -83,7 +85,9 @@ int run_serve(int argc, char** argv, int first) {
       .option("max-waiting-requests", "N", "queued requests at most; beyond: 503", "1024")
       .option("max-body-size", "SIZE", "request bodies at most; larger: 413", "8MiB")
       .option("http-threads", "N", "threads for network I/O", "2")
-      .option("shutdown-timeout", "SECONDS", "how long in-flight requests may finish", "30");
+      .option("shutdown-timeout", "SECONDS", "how long in-flight requests may finish", "30")
+      .option("step-gate-fd", "FD",
+              "for tests: one engine step per byte read from FD, freely after its end");
   declare_model_options(args);
   if (!args.parse(argc, argv, first)) return 0;
 
@@ -114,6 +118,14 @@ int run_serve(int argc, char** argv, int first) {
   engine_options.max_waiting = args.integer("max-waiting-requests");
   engine_options.max_model_len = args.integer("max-model-len");
   engine_options.validate();
+  std::optional<PipeStepGate> step_gate;
+  if (!args.value("step-gate-fd").empty()) {
+    const int64_t fd = args.integer("step-gate-fd");
+    if (fd < 0 || fd > INT_MAX)
+      throw Error("option --step-gate-fd: expected a file descriptor, got " + std::to_string(fd));
+    step_gate.emplace(static_cast<int>(fd));
+    engine_options.before_step = [gate = &*step_gate] { gate->wait(); };
+  }
 
   // Bound before the model loads: a port already taken fails now, not after the load.
   Listener listener(server_options.host, server_options.port);

@@ -44,6 +44,10 @@ struct EngineOptions {
   // Prompt plus generated tokens at most; 0 = the model's max_context(), or what the KV pool
   // holds if that is less (a value set above the pool's size is an error).
   int64_t max_model_len = 0;
+  // For tests: the loop thread (start()) calls this before each step and runs the step once it
+  // returns. By blocking it holds the engine between steps while requests still arrive, wait
+  // and are refused beyond max_waiting; stop() waits for it like for a step. Empty: none.
+  std::function<void()> before_step;
 
   // Throws dq4::Error naming the option for a value out of range.
   void validate() const;
