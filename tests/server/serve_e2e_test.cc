@@ -12,24 +12,30 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <regex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "../cli_runner.h"
 #include "../fixtures.h"
+#include "dq4/kernels/error.h"
 #include "dq4/server/listener.h"
 #include "http_client.h"
 #include "promtool.h"
 #include "serve_process.h"
+#include "step_gate.h"
 
 namespace dq4::test {
 namespace {
@@ -43,7 +49,8 @@ const std::string kAuth = "Authorization: Bearer " + kKey + "\r\n";
 
 std::string model_dir() { return fixtures_dir() + "/stories260K-hf"; }
 
-std::vector<std::string> serve_args(std::vector<std::string> extra = {}) {
+std::vector<std::string> serve_args(std::vector<std::string> extra = {},
+                                    const std::vector<std::string>& more = {}) {
   std::vector<std::string> args = {model_dir(),
                                    "--served-model-name",
                                    "stories",
@@ -56,6 +63,7 @@ std::vector<std::string> serve_args(std::vector<std::string> extra = {}) {
                                    "--threads",  // a loaded CI machine must not stall a pool
                                    "1"};
   args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), more.begin(), more.end());
   return args;
 }
 
@@ -338,9 +346,10 @@ TEST_F(ServeEndToEnd, SoakLosesDuplicatesAndTruncatesNothing) {
 
 // `dq4 bench serve` against the live server: every request completes with the asked-for tokens,
 // no run of the sweep reuses another's prompts (the prefix cache would flatter it), and
-// latencies count from sending. At concurrency 1 the 16 requests run one after another, so
-// the median takes about 1/16 of the run; counted from the run's start (each request waiting for
-// its turn), it would take half of it.
+// latencies count from sending. At concurrency 1 the requests run one after another within the
+// run, so their end-to-end latencies counted from sending add up to at most the run's duration;
+// counted from the run's start (each including its wait for its turn), the last two alone
+// would add up to more.
 TEST_F(ServeEndToEnd, BenchServeMeasuresEveryRequestFromSending) {
   const double hits_before = metric(port(), "vllm:prefix_cache_hits_total");
   const CliResult r = run_dq4("bench serve --url http://127.0.0.1:" + std::to_string(port()) +
@@ -362,8 +371,9 @@ TEST_F(ServeEndToEnd, BenchServeMeasuresEveryRequestFromSending) {
   EXPECT_EQ(metric(port(), "vllm:prefix_cache_hits_total"), hits_before);
   const json& one = levels[0];
   ASSERT_EQ(one["concurrency"], 1);
-  EXPECT_LT(one["e2e"]["p50_ms"].get<double>(), 0.25 * 1e3 * one["duration_s"].get<double>())
-      << one.dump();
+  const double e2e_sum_s =
+      one["e2e"]["mean_ms"].get<double>() * 1e-3 * one["completed"].get<double>();
+  EXPECT_LE(e2e_sum_s, one["duration_s"].get<double>() * (1 + 1e-9)) << one.dump();
 }
 
 // Poisson arrivals of prompts from a file: 8 arrivals at 10 requests/s take about 0.8 s (the
@@ -400,15 +410,29 @@ TEST_F(ServeEndToEnd, BenchServeSendsFilePromptsAtARequestRate) {
   EXPECT_GT(level["duration_s"].get<double>(), 0.3) << level.dump();
 }
 
+// The engine held behind the gate admits nothing, so of 16 requests sent at once exactly two
+// wait (--max-waiting-requests 2) and the other 14 are refused with 503, Retry-After and code
+// "overloaded"; once the engine runs, the two complete and the server serves again.
 TEST(ServeLimits, OverloadGets503WithRetryAfterThenServes) {
-  ServeProcess server(serve_args({"--max-num-seqs", "1", "--max-waiting-requests", "2"}));
-  std::atomic<int> ok{0}, busy{0}, other{0};
+  constexpr int kRequests = 16, kWaiting = 2;
+  StepGate gate;
+  ServeProcess server(
+      serve_args({"--max-waiting-requests", std::to_string(kWaiting)}, gate.serve_args()));
+  std::mutex mutex;
+  std::condition_variable answered;
+  int ok = 0, busy = 0, other = 0;
   std::vector<std::thread> threads;
-  for (int i = 0; i < 16; ++i)
+  for (int i = 0; i < kRequests; ++i)
     threads.emplace_back([&, i] {
       json body = greedy(kPrompts[size_t(i) % kPrompts.size()], 100);
       body["ignore_eos"] = true;
-      const HttpReply r = post(server.port(), "/v1/completions", body.dump());
+      HttpReply r;
+      try {
+        r = post(server.port(), "/v1/completions", body.dump());
+      } catch (const std::exception& e) {
+        r.body = e.what();
+      }
+      std::lock_guard lock(mutex);
       if (r.status == 200)
         ok++;
       else if (r.status == 503 && r.headers.count("retry-after") &&
@@ -416,27 +440,41 @@ TEST(ServeLimits, OverloadGets503WithRetryAfterThenServes) {
         busy++;
       else
         other++;
+      answered.notify_all();
     });
+  {
+    std::unique_lock lock(mutex);
+    EXPECT_TRUE(answered.wait_for(lock, std::chrono::seconds(60),
+                                  [&] { return busy + other == kRequests - kWaiting; }))
+        << busy << " refused of " << kRequests << " while the engine was held";
+    EXPECT_EQ(ok, 0);
+  }
+  gate.open();
   for (std::thread& t : threads) t.join();
-  EXPECT_GE(ok, 1);
-  EXPECT_GE(busy, 1);
+  EXPECT_EQ(ok, kWaiting);
+  EXPECT_EQ(busy, kRequests - kWaiting);
   EXPECT_EQ(other, 0);
   EXPECT_FALSE(complete(server.port(), greedy("Once upon a time", 5)).empty());
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
-// Without --host and --port the server listens on 127.0.0.1:8000, or, where something else
-// holds that port, says it cannot.
+// Without --host and --port the server listens on 127.0.0.1:8000: with that address held here,
+// `dq4 serve` given neither fails on it (before it reads the model directory, which does not
+// exist). Another process may hold the port for a while (this test in another checkout): the
+// test waits for it to be released.
 TEST(ServeLimits, ListensOnLoopbackPort8000ByDefault) {
-  try {
-    ServeProcess server(serve_args(), /*any_port=*/false);
-    EXPECT_EQ(server.port(), 8000);
-    EXPECT_EQ(get(server.port(), "/health", "").status, 200);
-    EXPECT_EQ(server.terminate(), 0) << server.log();
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot listen on 127.0.0.1:8000"), std::string::npos)
-        << e.what();
-  }
+  std::optional<Listener> held;
+  ASSERT_TRUE(eventually([&] {
+    try {
+      held.emplace("127.0.0.1", 8000);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  })) << "127.0.0.1:8000 stays taken by another process";
+  const CliResult r = run_dq4("serve /nonexistent/dq4-model");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:8000"), std::string::npos) << r.err;
 }
 
 // The port is bound before the model loads: with the port taken, `dq4 serve` on a directory that
@@ -448,6 +486,15 @@ TEST(ServeLimits, ATakenPortFailsBeforeTheModelLoads) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:" + port), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("dq4-model"), std::string::npos) << r.err;
+}
+
+// The test hook's option fails cleanly on a descriptor that is not open for reading.
+TEST(ServeLimits, StepGateFdMustBeReadable) {
+  for (const std::string fd : {"-1", "987654"}) {
+    const CliResult r = run_dq4("serve /nonexistent/dq4-model --port 0 --step-gate-fd " + fd);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("option --step-gate-fd"), std::string::npos) << r.err;
+  }
 }
 
 // --max-model-len bounds prompt + completion: announced by /v1/models, a request that fits
@@ -475,11 +522,13 @@ TEST(ServeLimits, MaxModelLenBoundsEveryRequest) {
 }
 
 // 256 streaming requests at once through the real server: every one is running in the engine
-// at the same moment (each has its first event and none can have finished: 150 tokens each),
-// then each completes whole.
+// at the same moment (each has its first event, and none can have finished: the engine is let
+// run 40 steps, a stream needs 150), then each completes whole.
 TEST(ServeLimits, HoldsTwoHundredFiftySixStreamsAtOnce) {
-  constexpr int kStreams = 256, kTokens = 150;
-  ServeProcess server(serve_args({"--max-num-seqs", "256", "--kv-cache-memory", "128MiB"}));
+  constexpr int kStreams = 256, kTokens = 150, kSteps = 40;
+  StepGate gate;
+  ServeProcess server(
+      serve_args({"--max-num-seqs", "256", "--kv-cache-memory", "128MiB"}, gate.serve_args()));
   std::vector<std::unique_ptr<HttpClient>> clients;
   for (int i = 0; i < kStreams; ++i) {
     json body = greedy(kPrompts[size_t(i) % kPrompts.size()], kTokens);
@@ -488,9 +537,10 @@ TEST(ServeLimits, HoldsTwoHundredFiftySixStreamsAtOnce) {
     clients.push_back(std::make_unique<HttpClient>("127.0.0.1", server.port()));
     clients.back()->send("POST", "/v1/completions", body.dump(), kAuth);
   }
+  for (int i = 0; i < kStreams; ++i) ASSERT_EQ(clients[size_t(i)]->read_head().status, 200) << i;
+  gate.allow(kSteps);
   std::vector<std::string> received(kStreams);
   for (int i = 0; i < kStreams; ++i) {
-    ASSERT_EQ(clients[size_t(i)]->read_head().status, 200) << i;
     while (received[size_t(i)].find("\n\n") == std::string::npos) {
       auto piece = clients[size_t(i)]->read_chunk();
       ASSERT_TRUE(piece.has_value()) << "stream " << i << " ended before its first event";
@@ -498,6 +548,7 @@ TEST(ServeLimits, HoldsTwoHundredFiftySixStreamsAtOnce) {
     }
   }
   EXPECT_EQ(metric(server.port(), "vllm:num_requests_running"), kStreams);
+  gate.open();
   for (int i = 0; i < kStreams; ++i) {
     while (auto piece = clients[size_t(i)]->read_chunk()) received[size_t(i)] += *piece;
     const std::string& all = received[size_t(i)];
@@ -510,10 +561,14 @@ TEST(ServeLimits, HoldsTwoHundredFiftySixStreamsAtOnce) {
 
 class ServeShutdown : public ::testing::TestWithParam<int> {};
 
+// Four streams are mid-generation (each has its first event; the engine is held after 10 of
+// their 300 tokens) when the signal comes; only once the server has stopped taking requests does
+// the engine run again, and every stream still ends whole before the server exits 0.
 TEST_P(ServeShutdown, FinishesInFlightStreamsAndExitsZero) {
-  ServeProcess server(serve_args());
+  StepGate gate;
+  ServeProcess server(serve_args({}, gate.serve_args()));
   std::vector<Streamed> results(4);
-  std::atomic<int> started{0};
+  std::atomic<int> accepted{0}, streaming{0};
   std::vector<std::thread> threads;
   for (size_t i = 0; i < results.size(); ++i)
     threads.emplace_back([&, i] {
@@ -523,14 +578,34 @@ TEST_P(ServeShutdown, FinishesInFlightStreamsAndExitsZero) {
       HttpClient client("127.0.0.1", server.port());
       client.send("POST", "/v1/completions", body.dump(), kAuth);
       results[i].status = client.read_head().status;
-      started++;
+      accepted++;
       std::string all;
-      while (auto piece = client.read_chunk()) all += *piece;
+      bool first = true;
+      while (auto piece = client.read_chunk()) {
+        all += *piece;
+        if (first && all.find("\n\n") != std::string::npos) {
+          first = false;
+          streaming++;
+        }
+      }
       results[i].done = all.find("data: [DONE]\n\n") != std::string::npos;
       results[i].text = all;
     });
-  ASSERT_TRUE(eventually([&] { return started == 4; }));
-  EXPECT_EQ(server.terminate(60, GetParam()), 0) << server.log();
+  // Each stream's head comes once its request is queued, before any step.
+  EXPECT_TRUE(eventually([&] { return accepted == 4; })) << accepted << " of 4 streams accepted";
+  gate.allow(10);
+  const bool started = eventually([&] { return streaming == 4; });
+  EXPECT_TRUE(started) << streaming << " of 4 streams had their first event";
+  server.send_signal(GetParam());
+  EXPECT_TRUE(eventually([&] {
+    try {
+      return get(server.port(), "/health", "").status == 503;
+    } catch (const std::exception&) {  // no longer accepting
+      return true;
+    }
+  })) << "the server kept taking requests after the signal";
+  gate.open();
+  EXPECT_EQ(server.wait(60), 0) << server.log();
   for (std::thread& t : threads) t.join();
   for (const Streamed& s : results) {
     EXPECT_EQ(s.status, 200);
@@ -570,50 +645,84 @@ int free_port_block(int n) {
   throw std::runtime_error("no free block of loopback ports");
 }
 
+// scripts/serve-cluster.sh as a child, its replicas behind `gate`; stopped however the test ends
+// (SIGTERM: it stops the balancer and the replicas, which finish their requests first, so the
+// gate opens before).
+class ClusterScript {
+ public:
+  ClusterScript(int port, const std::string& dir, const std::vector<std::string>& serve_options,
+                StepGate& gate)
+      : gate_(gate) {
+    std::vector<std::string> args = {"bash", DQ4_SOURCE_DIR "/scripts/serve-cluster.sh", "2",
+                                     model_dir(), "--"};
+    args.insert(args.end(), serve_options.begin(), serve_options.end());
+    for (const std::string& a : gate.serve_args()) args.push_back(a);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      setenv("PORT", std::to_string(port).c_str(), 1);
+      setenv("DQ4", DQ4_CLI_PATH, 1);
+      setenv("CLUSTER_DIR", dir.c_str(), 1);
+      execv("/bin/bash", argv.data());
+      _exit(127);
+    }
+  }
+  ~ClusterScript() { stop(); }
+  // SIGTERM, then its exit status as waitpid reports it (-1 when already stopped).
+  int stop() {
+    if (pid_ <= 0) return -1;
+    gate_.open();
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  StepGate& gate_;
+  pid_t pid_ = -1;
+};
+
 TEST(ServeCluster, TwoReplicasBehindHaproxySurviveLosingOne) {
   const int port = free_port_block(2);
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("dq4_cluster_" + std::to_string(getpid())))
           .string();
   std::filesystem::remove_all(dir);
-  const pid_t script = fork();
-  ASSERT_GE(script, 0);
-  if (script == 0) {
-    setenv("PORT", std::to_string(port).c_str(), 1);
-    setenv("DQ4", DQ4_CLI_PATH, 1);
-    setenv("CLUSTER_DIR", dir.c_str(), 1);
-    execl("/bin/bash", "bash", DQ4_SOURCE_DIR "/scripts/serve-cluster.sh", "2", model_dir().c_str(),
-          "--", "--served-model-name", "stories", "--api-key", kKey.c_str(), "--kv-cache-memory",
-          "64MiB", "--threads", "1", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  StepGate gate;  // both replicas read it: only one with a request to run takes steps
+  ClusterScript script(port, dir,
+                       {"--served-model-name", "stories", "--api-key", kKey, "--kv-cache-memory",
+                        "64MiB", "--threads", "1"},
+                       gate);
   const bool ready = eventually([&] { return std::filesystem::exists(dir + "/ready"); }) ||
                      eventually([&] { return std::filesystem::exists(dir + "/ready"); });
   ASSERT_TRUE(ready) << "the cluster did not come up; see " << dir;
 
-  // Streams pass through the balancer unbuffered: a long stream's first event arrives long
-  // before its end (a buffering proxy hands the whole response over at once).
+  // Streams pass through the balancer unbuffered: the replica is held 8 steps into a 300-token
+  // stream, so the stream cannot have ended, and its first event reaches the client through the
+  // balancer all the same (a buffering proxy would hand nothing over before the end).
   {
     json b = greedy("Once upon a time", 300);
     b["ignore_eos"] = true;
     b["stream"] = true;
     HttpClient client("127.0.0.1", port);
-    const auto sent = std::chrono::steady_clock::now();
-    const auto since_sent = [&] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
-    };
     client.send("POST", "/v1/completions", b.dump(), kAuth);
+    gate.allow(8);
     ASSERT_EQ(client.read_head().status, 200);
     std::string all;
-    double first_event = -1;
-    while (auto piece = client.read_chunk()) {
+    while (all.find("\n\n") == std::string::npos) {
+      const auto piece = client.read_chunk();
+      ASSERT_TRUE(piece.has_value()) << "the stream ended before its first event: " << all;
       all += *piece;
-      if (first_event < 0 && all.find("\n\n") != std::string::npos) first_event = since_sent();
     }
-    const double whole = since_sent();
+    EXPECT_EQ(all.find("[DONE]"), std::string::npos) << all;
+    gate.open();
+    while (auto piece = client.read_chunk()) all += *piece;
     EXPECT_NE(all.find("data: [DONE]\n\n"), std::string::npos) << all.substr(0, 200);
-    EXPECT_GE(first_event, 0);
-    EXPECT_LT(first_event, 0.5 * whole) << "first event after " << first_event << " s of " << whole;
   }
 
   const json body = greedy("Once upon a time", 200);
@@ -647,9 +756,7 @@ TEST(ServeCluster, TwoReplicasBehindHaproxySurviveLosingOne) {
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], expected);
   }
-  kill(script, SIGTERM);
-  int status = 0;
-  waitpid(script, &status, 0);
+  const int status = script.stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   std::filesystem::remove_all(dir);
 }

@@ -61,8 +61,16 @@ ServeProcess::~ServeProcess() {
 }
 
 int ServeProcess::terminate(double seconds, int signal) {
+  send_signal(signal);
+  return wait(seconds);
+}
+
+void ServeProcess::send_signal(int signal) {
+  if (pid_ > 0) kill(pid_, signal);
+}
+
+int ServeProcess::wait(double seconds) {
   if (pid_ <= 0) return -1;
-  kill(pid_, signal);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;

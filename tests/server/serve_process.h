@@ -25,6 +25,9 @@ class ServeProcess {
   // Sends `signal` (SIGTERM or SIGINT: both shut down gracefully), then waits at most `seconds`;
   // the exit status (-1: killed by a signal / timeout).
   int terminate(double seconds = 30, int signal = SIGTERM);
+  // The two halves of terminate(), for a test that acts between them.
+  void send_signal(int signal);
+  int wait(double seconds);
   std::string log() const;  // everything it wrote to stderr so far
 
  private:
