@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -263,7 +264,8 @@ Json render_with_node(const Json& input) {
                   << "scripts/install-deps.sh";
     return nullptr;
   }
-  const std::string stem = testing::TempDir() + "dq4_chat_template_reference";
+  const std::string stem =
+      testing::TempDir() + "dq4_chat_template_reference_" + std::to_string(getpid());
   std::ofstream(stem + "_in.json") << input.dump();
   const std::string command =
       "node " + js_dir + "/chat_template_reference.mjs " + stem + "_in.json " + stem + "_out.json";

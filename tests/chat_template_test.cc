@@ -5,6 +5,7 @@
 #include "dq4/tokenizer/chat_template.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -555,10 +556,12 @@ TEST(ChatTemplateModels, ConfigsWithoutATemplateAreClearErrors) {
 class ChatTemplateDirectory : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(testing::TempDir()) / "dq4_chat_template_dir";
+    dir_ = std::filesystem::path(testing::TempDir()) /
+           ("dq4_chat_template_dir_" + std::to_string(getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
   void write(const std::string& name, const std::string& text) {
     std::ofstream(dir_ / name, std::ios::binary) << text;
   }
