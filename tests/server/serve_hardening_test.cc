@@ -93,6 +93,16 @@ bool closed_by_server(HttpClient& client) {
   }
 }
 
+// What `dq4 serve args` says when it exits before listening ("it listened" when it does not).
+std::string startup_error(const std::vector<std::string>& args) {
+  try {
+    ServeProcess server(args);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "it listened";
+}
+
 // A copy of the fixture in a fresh directory, removed at the end.
 class ModelCopy {
  public:
@@ -218,24 +228,6 @@ TEST(ServeHardening, TransferEncodingNotEndingInChunkedIsRefusedAndCloses) {
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
-// An empty key (e.g. --api-key "$UNSET") would silently serve without authentication, and one
-// with surrounding whitespace could never match: both refused. DQ4_API_KEY gives the key when
-// --api-key does not.
-TEST(ServeHardening, ApiKeysThatCannotWorkAreRefused) {
-  const std::string base = "serve " + shell_quote(model_dir()) + " --port 0 ";
-  for (const auto& [args, env, message] :
-       std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"--api-key ''", "", "option --api-key is empty"},
-           {"--api-key 'secret '", "", "option --api-key: the API key starts or ends with"},
-           {"--api-key ' secret'", "", "whitespace"},
-           {"", "DQ4_API_KEY=", "DQ4_API_KEY is empty"},
-           {"", "DQ4_API_KEY='secret\t'", "DQ4_API_KEY: the API key starts or ends"}}) {
-    const CliResult r = run_dq4(base + args, "", env);
-    EXPECT_NE(r.exit_code, 0) << args << " " << env;
-    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
-  }
-}
-
 // Sets an environment variable (which the servers started meanwhile inherit) for its lifetime.
 class ScopedEnv {
  public:
@@ -246,6 +238,31 @@ class ScopedEnv {
   const char* name_;
 };
 
+// An empty key (e.g. --api-key "$UNSET") would silently serve without authentication, and one
+// with surrounding whitespace could never match: both refused, from the option or DQ4_API_KEY.
+TEST(ServeHardening, ApiKeysThatCannotWorkAreRefused) {
+  const std::vector<std::string> model = {model_dir(), "--kv-cache-memory", "64MiB"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = model;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  EXPECT_NE(startup_error(with({"--api-key", ""})).find("option --api-key is empty"),
+            std::string::npos);
+  EXPECT_NE(startup_error(with({"--api-key", "secret "}))
+                .find("option --api-key: the API key starts or ends with whitespace"),
+            std::string::npos);
+  EXPECT_NE(startup_error(with({"--api-key", " secret"})).find("whitespace"), std::string::npos);
+  {
+    const ScopedEnv empty("DQ4_API_KEY", "");
+    EXPECT_NE(startup_error(model).find("DQ4_API_KEY is empty"), std::string::npos);
+  }
+  const ScopedEnv padded("DQ4_API_KEY", "secret\t");
+  EXPECT_NE(startup_error(model).find("DQ4_API_KEY: the API key starts or ends"),
+            std::string::npos);
+}
+
+// DQ4_API_KEY gives the key when --api-key does not.
 TEST(ServeHardening, ApiKeyComesFromTheEnvironmentUnlessGiven) {
   const ScopedEnv key("DQ4_API_KEY", "from-env");
   {
@@ -295,18 +312,18 @@ TEST(ServeHardening, ASecondSignalDuringTheDrainExitsAtOnce) {
 // A KV cache larger than the machine's memory is a clear error, not std::bad_alloc; an option
 // error names the option with two dashes.
 TEST(ServeHardening, StartupErrorsSayWhatIsWrong) {
-  const std::string base = "serve " + shell_quote(model_dir()) + " --port 0 ";
-  const CliResult huge = run_dq4(base + "--kv-cache-memory 1TiB");
-  EXPECT_NE(huge.exit_code, 0);
-  EXPECT_NE(huge.err.find("of memory available"), std::string::npos) << huge.err;
-  EXPECT_EQ(huge.err.find("bad_alloc"), std::string::npos) << huge.err;
-  for (const char* option : {"--kv-cache-memory lots", "--max-body-size 0", "--max-connections 0",
-                             "--timeout-keep-alive -1", "--timeout-headers soon"}) {
-    const CliResult r = run_dq4(base + option);
-    const std::string name = std::string(option).substr(0, std::string(option).find(' '));
-    EXPECT_NE(r.exit_code, 0) << option;
-    EXPECT_NE(r.err.find("option " + name), std::string::npos) << r.err;
-    EXPECT_EQ(r.err.find("----"), std::string::npos) << r.err;
+  const std::string huge = startup_error({model_dir(), "--kv-cache-memory", "1TiB"});
+  EXPECT_NE(huge.find("of memory available"), std::string::npos) << huge;
+  EXPECT_EQ(huge.find("bad_alloc"), std::string::npos) << huge;
+  for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--kv-cache-memory", "lots"},
+           {"--max-body-size", "0"},
+           {"--max-connections", "0"},
+           {"--timeout-keep-alive", "-1"},
+           {"--timeout-headers", "soon"}}) {
+    const std::string error = startup_error({model_dir(), option, value});
+    EXPECT_NE(error.find("error: option " + option), std::string::npos) << error;
+    EXPECT_EQ(error.find("----"), std::string::npos) << error;
   }
 }
 
