@@ -135,8 +135,7 @@ TEST(ModelConfig, DeeplyNestedValuesGiveShortErrors) {
       ADD_FAILURE() << "no error";
     } catch (const Error& e) {
       const std::string message = e.what();
-      EXPECT_NE(message.find(std::string("dir/config.json: ") + key), std::string::npos)
-          << message;
+      EXPECT_NE(message.find(std::string("dir/config.json: ") + key), std::string::npos) << message;
       EXPECT_NE(message.find("[[[[[[[[[[[[[[[[[[[["), std::string::npos) << message;
       EXPECT_LT(message.size(), 200u) << message;
     }

@@ -63,8 +63,8 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   const std::string what = "KV cache: " + std::to_string(shape.blocks) + " blocks of " +
                            std::to_string(shape.block_size) + " tokens take " + gigabytes(bytes);
   if (memory.available != 0 && bytes > memory.available)
-    throw Error(what + ", more than the " + gigabytes(memory.available) +
-                " of memory available (" + gigabytes(memory.total) + " in all)");
+    throw Error(what + ", more than the " + gigabytes(memory.available) + " of memory available (" +
+                gigabytes(memory.total) + " in all)");
   try {
     data_ = AlignedBuffer(bytes);
   } catch (const std::bad_alloc&) {

@@ -91,7 +91,8 @@ std::optional<ApiError> check_transfer_encoding(const http::request<http::string
       codings.emplace_back(coding.data(), coding.size());
   if (codings.size() == 1 && beast::iequals(codings[0], "chunked") && message.version() >= 11)
     return std::nullopt;
-  return ApiError(400, "malformed HTTP request: Transfer-Encoding must be chunked alone (HTTP/1.1)");
+  return ApiError(400,
+                  "malformed HTTP request: Transfer-Encoding must be chunked alone (HTTP/1.1)");
 }
 
 }  // namespace
@@ -285,7 +286,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                               if (self->lingering_) return self->discard_input();
                               if (ec == net::error::operation_aborted && !self->closed_)
                                 return self->continue_reading();  // the exchange ended
-                              if (ec) return self->close();  // end of stream, reset: gone
+                              if (ec) return self->close();       // end of stream, reset: gone
                               self->buffer_.commit(n);
                               self->continue_reading();
                             });
@@ -354,7 +355,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<char> scratch_;
   size_t discarded_ = 0;
   std::shared_ptr<ConnectionExchange> exchange_;
-  bool exchange_written_ = false;  // its last bytes are queued
+  bool exchange_written_ = false;     // its last bytes are queued
   std::shared_ptr<Connection> self_;  // kept alive while an exchange is in progress
   std::deque<std::string> queue_;
   std::vector<std::string> in_flight_;

@@ -31,7 +31,7 @@ struct HttpServerOptions {
   double keep_alive_timeout_seconds = 60;  // idle between requests
   double header_timeout_seconds = 60;      // a request's headers, then its body, each this long
   double write_timeout_seconds = 60;       // a write that makes no progress
-  int threads = 2;                      // I/O threads
+  int threads = 2;                         // I/O threads
 };
 
 class HttpServer {

@@ -46,8 +46,9 @@ void check_api_key(const std::string& key) {
   const auto space = [](unsigned char c) { return c == ' ' || c == '\t'; };
   if (space(static_cast<unsigned char>(key.front())) ||
       space(static_cast<unsigned char>(key.back())))
-    throw Error("the API key starts or ends with whitespace, which HTTP headers drop: no client "
-                "could ever match it");
+    throw Error(
+        "the API key starts or ends with whitespace, which HTTP headers drop: no client "
+        "could ever match it");
   for (const unsigned char c : key)
     if (c < 0x20 || c == 0x7f)
       throw Error("the API key holds a control character: no client could ever send it");

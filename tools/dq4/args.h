@@ -69,7 +69,7 @@ class Args {
   std::vector<Positional> positionals_;
   std::map<std::string, std::string> values_;
   std::map<std::string, std::vector<std::string>> repeated_;  // repeatable options given
-  std::set<std::string> given_;                                // options the command line gave
+  std::set<std::string> given_;                               // options the command line gave
 };
 
 }  // namespace dq4::cli
