@@ -95,7 +95,8 @@ int run_serve(int argc, char** argv, int first) {
             "Serves a model directory over HTTP with OpenAI's API: /v1/completions,\n"
             "/v1/chat/completions (streamed or not), /v1/models, /tokenize, /detokenize,\n"
             "/health and /metrics (Prometheus). Runs until SIGINT or SIGTERM, then finishes\n"
-            "the requests in flight (up to --shutdown-timeout) and exits 0.");
+            "the requests in flight (up to --shutdown-timeout) and exits 0; a second SIGINT or\n"
+            "SIGTERM meanwhile exits at once (status 128 + the signal's number).");
   args.option("host", "ADDR", "address to listen on", "127.0.0.1")
       .option("port", "N", "port to listen on (0: any free port, printed)", "8000")
       .option("api-key", "KEY",
