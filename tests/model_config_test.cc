@@ -8,6 +8,7 @@
 
 #include "expect_error.h"
 #include "fixtures.h"
+#include "safetensors_writer.h"
 
 namespace dq4::test {
 namespace {
@@ -109,6 +110,44 @@ TEST(ModelConfig, ErrorsNameTheField) {
     expect_error([&] { ModelConfig::parse(j.dump(), "dir/config.json"); },
                  {"dir/config.json", c.fragment});
   }
+}
+
+// A config whose field `key` holds `value_text` (JSON text, spliced in: a value nested 100,000
+// deep cannot be built as a JSON value without recursing as deep).
+std::string config_with(const std::string& key, const std::string& value_text) {
+  nlohmann::json j = small_config();
+  j[key] = "@VALUE@";
+  std::string text = j.dump();
+  text.replace(text.find("\"@VALUE@\""), 9, value_text);
+  return text;
+}
+
+std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+// A wrongly typed value is quoted in the error as a short prefix, however deep it nests (the
+// whole value, dumped recursively, overflowed the stack); JSON that deep but unterminated is a
+// parse error.
+TEST(ModelConfig, DeeplyNestedValuesGiveShortErrors) {
+  for (const char* key : {"vocab_size", "eos_token_id", "rope_scaling", "tie_word_embeddings"}) {
+    SCOPED_TRACE(key);
+    try {
+      ModelConfig::parse(config_with(key, nested(100000)), "dir/config.json");
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(std::string("dir/config.json: ") + key), std::string::npos) << message;
+      EXPECT_NE(message.find("[[[[[[[[[[[[[[[[[[[["), std::string::npos) << message;
+      EXPECT_LT(message.size(), 200u) << message;
+    }
+  }
+  expect_error(
+      [&] { ModelConfig::parse(config_with("vocab_size", std::string(100000, '[')), "c.json"); },
+      {"c.json: not valid JSON"});
+
+  ScratchDir dir;
+  write_file(dir.file("generation_config.json"), "{\"eos_token_id\": " + nested(100000) + "}");
+  expect_error([&] { read_generation_eos_ids(dir.path()); },
+               {"generation_config.json: eos_token_id: expected a token id", "[[[[[[["});
 }
 
 }  // namespace

@@ -245,6 +245,23 @@ TEST(QuantConfig, ModelWideRefusals) {
   }
 }
 
+// A value nested 100,000 deep where a string belongs is quoted as a short prefix (spliced in as
+// text: building it as a JSON value would recurse as deep).
+TEST(QuantConfig, DeeplyNestedValueGivesAShortError) {
+  nlohmann::json j = w4a8_config();
+  j["quantization_config"]["ignore"] = {"@VALUE@"};
+  std::string text = j.dump();
+  text.replace(text.find("\"@VALUE@\""), 9, std::string(100000, '[') + std::string(100000, ']'));
+  try {
+    QuantizationConfig::parse(text, "config.json");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ignore: expected strings, got [[[["), std::string::npos)
+        << e.what();
+    EXPECT_LT(std::string(e.what()).size(), 200u) << e.what();
+  }
+}
+
 TEST(QuantConfig, MalformedJsonNamesTheFile) {
   expect_error([] { QuantizationConfig::parse("{\"quantization_config\": ", "x/config.json"); },
                {"x/config.json", "not valid JSON"});

@@ -206,6 +206,30 @@ TEST(SynthCli, ShardedModelQuantizes) {
   EXPECT_TRUE(fs::exists(scratch.file("q/tokenizer.json")));
 }
 
+// With --tokenizer the vocabulary is the tokenizer's (largest id + 1; a multiple of 128 for
+// Qwen): a real Qwen3 tokenizer's chat prompt, ids up to 151,668, runs on the model written.
+// A --vocab smaller than the tokenizer is refused.
+TEST(SynthCli, TokenizerSizesTheVocabulary) {
+  ScratchDir scratch;
+  const std::string model = scratch.file("m");
+  const std::string qwen3 = shell_quote(fixtures_dir() + "/tokenizer-qwen3");
+  CliResult r = run_dq4("synth -o " + shell_quote(model) + " --preset tiny-qwen3 --tokenizer " +
+                        qwen3 + " --layers 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_json(model + "/config.json")["vocab_size"], 151680);
+  r = run_dq4("generate -m " + shell_quote(model) +
+              " --prompt '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n' -n 2 --temp 0"
+              " --threads 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  r = run_dq4("synth -o " + shell_quote(scratch.file("small")) +
+              " --preset tiny-qwen3 --vocab 1000 --tokenizer " + qwen3);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("vocab_size 1000 is smaller than the tokenizer"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("give at least 151669"), std::string::npos) << r.err;
+}
+
 TEST(SynthCli, HelpAndErrors) {
   for (const char* command : {"quantize --help", "synth --help"}) {
     const CliResult r = run_dq4(command);

@@ -21,6 +21,7 @@
 #include "dq4/tokenizer/chat_template.h"
 #include "dq4/tokenizer/tokenizer.h"
 #include "expect_error.h"
+#include "fixtures.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {
@@ -289,6 +290,28 @@ TEST(Synth, EveryPresetHasAWorkingTokenizer) {
     EXPECT_EQ(t.decode(special), prompt);
     EXPECT_TRUE(t.is_special(special.front()));
   }
+}
+
+// A tokenizer's vocabulary as the family sizes it: exact for Llama and Mistral, a multiple of
+// 128 for Qwen.
+TEST(Synth, TokenizerVocabSizeFollowsTheFamily) {
+  EXPECT_EQ(tokenizer_vocab_size(fixture_path("tokenizer-llama3"), "LlamaForCausalLM"), 128256);
+  EXPECT_EQ(tokenizer_vocab_size(fixture_path("tokenizer-mistral"), "MistralForCausalLM"), 32000);
+  EXPECT_EQ(tokenizer_vocab_size(fixture_path("tokenizer-qwen3"), "Qwen3ForCausalLM"), 151680);
+  EXPECT_EQ(tokenizer_vocab_size(fixture_path("tokenizer-qwen3"), "Qwen2ForCausalLM"), 151680);
+  ScratchDir scratch;
+  SynthOptions o = synth_preset("tiny-qwen3");
+  o.tokenizer_dir = fixture_path("tokenizer-qwen3");
+  o.output_dir = scratch.file("m");
+  try {
+    write_synthetic_model(o);
+    ADD_FAILURE() << "a 384-row embedding for a 151,669-id tokenizer was written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vocab_size 384 is smaller than the tokenizer"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(o.output_dir));
 }
 
 TEST(Synth, RealShapePresets) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -218,6 +219,37 @@ void write_tensor(const TensorSpec& t, const SynthOptions& o, CheckpointWriter& 
   }
 }
 
+// The largest id + 1 of dir/tokenizer.json: its model's vocabulary (token -> id, or a list
+// whose index is the id) and its added tokens.
+int64_t tokenizer_id_limit(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw Error("synth: tokenizer directory " + dir + " does not exist");
+  const std::string path = dir + "/tokenizer.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("synth: cannot read " + path);
+  const nlohmann::json tokenizer = nlohmann::json::parse(in, nullptr, false);
+  if (tokenizer.is_discarded() || !tokenizer.is_object())
+    throw Error("synth: " + path + " is not a JSON object");
+  int64_t limit = 0;
+  const auto id = [&](const nlohmann::json& v) {  // token ids are 32-bit; others are ignored
+    if (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < INT32_MAX)
+      limit = std::max(limit, v.get<int64_t>() + 1);
+  };
+  const auto model = tokenizer.find("model");
+  if (model != tokenizer.end() && model->is_object() && model->contains("vocab")) {
+    const nlohmann::json& vocab = (*model)["vocab"];
+    if (vocab.is_object())
+      for (const auto& entry : vocab) id(entry);
+    else if (vocab.is_array())
+      limit = std::max(limit, static_cast<int64_t>(vocab.size()));
+  }
+  const auto added = tokenizer.find("added_tokens");
+  if (added != tokenizer.end() && added->is_array())
+    for (const nlohmann::json& token : *added)
+      if (token.is_object() && token.contains("id")) id(token["id"]);
+  if (limit == 0) throw Error("synth: " + path + " holds no token ids");
+  return limit;
+}
+
 }  // namespace
 
 float synthetic_value(const SynthOptions& options, std::string_view name, uint64_t index) {
@@ -226,11 +258,23 @@ float synthetic_value(const SynthOptions& options, std::string_view name, uint64
   return rule.offset + rule.scale * unit_value_at(tensor_key(options.seed, name), index);
 }
 
+int64_t tokenizer_vocab_size(const std::string& tokenizer_dir, std::string_view architecture) {
+  const int64_t ids = tokenizer_id_limit(tokenizer_dir);
+  const bool qwen = architecture == "Qwen2ForCausalLM" || architecture == "Qwen3ForCausalLM";
+  return qwen ? (ids + 127) / 128 * 128 : ids;
+}
+
 SynthReport write_synthetic_model(const SynthOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   check_shapes(options.config);
-  if (!options.tokenizer_dir.empty() && !fs::is_directory(options.tokenizer_dir))
-    throw Error("synth: tokenizer directory " + options.tokenizer_dir + " does not exist");
+  if (!options.tokenizer_dir.empty()) {
+    // A smaller table would fail at the first prompt holding one of the higher ids.
+    const int64_t ids = tokenizer_id_limit(options.tokenizer_dir);
+    if (options.config.vocab_size < ids)
+      throw Error("synth: vocab_size " + std::to_string(options.config.vocab_size) +
+                  " is smaller than the tokenizer of " + options.tokenizer_dir + " (ids up to " +
+                  std::to_string(ids - 1) + "): give at least " + std::to_string(ids));
+  }
   SynthOptions o = options;
   std::optional<quant::SynthTokenizer> tokenizer;
   if (o.tokenizer_dir.empty()) {

@@ -8,9 +8,41 @@
 
 namespace dq4::io {
 
+namespace {
+
+// Writes `value` as JSON text onto `out` until `out` is longer than `max`. Each level of nesting
+// writes a bracket before going deeper, so the recursion is at most `max` deep however deeply
+// the value nests (a dump of the whole value would recurse as deep as the value).
+void append_bounded(const nlohmann::json& value, std::string& out, size_t max) {
+  const auto scalar = [](const nlohmann::json& v) {
+    return v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  };
+  if (value.is_array()) {
+    out += '[';
+    for (auto it = value.begin(); it != value.end() && out.size() <= max; ++it) {
+      if (it != value.begin()) out += ',';
+      append_bounded(*it, out, max);
+    }
+    out += ']';
+  } else if (value.is_object()) {
+    out += '{';
+    for (auto it = value.begin(); it != value.end() && out.size() <= max; ++it) {
+      if (it != value.begin()) out += ',';
+      out += scalar(it.key()) + ':';
+      append_bounded(it.value(), out, max);
+    }
+    out += '}';
+  } else {
+    out += scalar(value);
+  }
+}
+
+}  // namespace
+
 std::string json_snippet(const nlohmann::json& value) {
-  std::string text = value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
   constexpr size_t kMax = 60;
+  std::string text;
+  append_bounded(value, text, kMax);
   if (text.size() > kMax) text = text.substr(0, kMax) + "...";
   return text;
 }

@@ -38,7 +38,8 @@ class JsonFields {
   std::string path_;
 };
 
-// A short rendering of a JSON value for messages (strings quoted, long values cut).
+// A short rendering of a JSON value for messages (strings quoted, long values cut): a bounded
+// prefix of its text, however large or deeply nested the value.
 std::string json_snippet(const nlohmann::json& value);
 
 }  // namespace dq4::io

@@ -2,6 +2,11 @@
 
 #include "dq4/model/kv_cache.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <new>
 #include <string>
 
 #include "dq4/kernels/error.h"
@@ -9,6 +14,32 @@
 
 namespace dq4 {
 namespace {
+
+// Memory the system can give without swapping: MemAvailable of /proc/meminfo (Linux), else all
+// of the physical memory; 0 when unknown.
+struct SystemMemory {
+  uint64_t total = 0, available = 0;
+};
+SystemMemory system_memory() {
+  SystemMemory m;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) m.total = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  m.available = m.total;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") m.available = kib * 1024;
+    meminfo.ignore(256, '\n');
+  }
+  return m;
+}
+
+std::string gigabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  return text;
+}
 
 size_t element_bytes(attention::KvType type) { return type == attention::KvType::f32 ? 4 : 2; }
 
@@ -23,7 +54,23 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
   if (shape.layers <= 0 || shape.kv_heads <= 0 || shape.head_dim <= 0 || shape.block_size <= 0 ||
       shape.blocks <= 0)
     throw Error("KV cache: layers, kv_heads, head_dim, block_size and blocks must be positive");
-  data_ = AlignedBuffer(bytes_per_block(shape) * static_cast<size_t>(shape.blocks));
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(bytes_per_block(shape), static_cast<size_t>(shape.blocks), &bytes))
+    throw Error("KV cache: " + std::to_string(shape.blocks) + " blocks are more than memory holds");
+  // Every page is touched at once (prefault): a pool larger than the free memory would swap or
+  // bring the out-of-memory killer, so it is refused here, with the numbers.
+  const SystemMemory memory = system_memory();
+  const std::string what = "KV cache: " + std::to_string(shape.blocks) + " blocks of " +
+                           std::to_string(shape.block_size) + " tokens take " + gigabytes(bytes);
+  if (memory.available != 0 && bytes > memory.available)
+    throw Error(what + ", more than the " + gigabytes(memory.available) + " of memory available (" +
+                gigabytes(memory.total) + " in all)");
+  try {
+    data_ = AlignedBuffer(bytes);
+  } catch (const std::bad_alloc&) {
+    throw Error(what + ": cannot allocate that much (" + gigabytes(memory.available) +
+                " of memory available, " + gigabytes(memory.total) + " in all)");
+  }
 }
 
 void KvCache::prefault(ThreadPool& pool) {

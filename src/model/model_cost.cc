@@ -25,7 +25,7 @@ TokenCost Model::cost_per_token(attention::KvType kv_type) const {
   add_vector(m.final_norm);
   add_vector(m.inv_freq);
   cost.weight_bytes +=
-      static_cast<size_t>(m.arch.config.hidden_size) * dtype_size(m.embedding->dtype);
+      static_cast<size_t>(m.arch.config.hidden_size) * dtype_size(m.embedding_dtype);
   // One block of one token holds exactly one position's keys and values, every layer's.
   cost.kv_bytes = KvCache::bytes_per_block(kv_shape(1, 1, kv_type));
   return cost;

@@ -131,14 +131,14 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   float* rope_cos = size(ws.rope_cos, half);
   float* rope_sin = size(ws.rope_sin, half);
 
-  // Embeddings, widened from the mapped table, and each row's rope angles.
+  // Embeddings, widened from the table, and each row's rope angles.
   {
     int64_t r = 0;
-    const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(m.embedding->dtype);
+    const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(m.embedding_dtype);
     for (const SequenceInput& s : batch)
       for (size_t i = 0; i < s.tokens.size(); ++i, ++r) {
-        model::widen_row(m.embedding->data + static_cast<size_t>(s.tokens[i]) * row_bytes,
-                         m.embedding->dtype, hidden, x + r * hidden);
+        model::widen_row(m.embedding.data() + static_cast<size_t>(s.tokens[i]) * row_bytes,
+                         m.embedding_dtype, hidden, x + r * hidden);
         ops::rope_angles(s.start + static_cast<int64_t>(i), m.inv_freq.data(), half,
                          rope_cos + r * half, rope_sin + r * half);
       }

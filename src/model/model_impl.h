@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "dq4/io/checkpoint.h"
+#include "dq4/io/tensor_view.h"
+#include "dq4/kernels/aligned_buffer.h"
 #include "dq4/kernels/attention.h"
 #include "dq4/layers/linear.h"
 #include "dq4/model/architecture.h"
@@ -22,8 +23,11 @@ struct DecoderLayer {
 
 struct Model::Impl {
   Architecture arch;
-  Checkpoint checkpoint;  // keeps the embedding table mapped
-  const TensorView* embedding = nullptr;
+  // The embedding table in the checkpoint's dtype, copied out of the file at load like every
+  // other weight: nothing read at run time is file-backed, so a model file truncated or
+  // replaced under a running model (a re-download) cannot fault it.
+  AlignedBuffer embedding;
+  Dtype embedding_dtype = Dtype::F32;
   std::vector<DecoderLayer> layers;
   std::vector<float> final_norm;
   Linear head;

@@ -1,8 +1,10 @@
 // Model::load: config -> architecture, every linear through Linear (fused by shared input), norms
-// as f32, the embedding table left mapped in the checkpoint's dtype.
+// as f32, the embedding table copied in the checkpoint's dtype. The checkpoint's files are
+// unmapped when the load ends: a loaded model reads none of their pages.
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "dq4/io/quant_config.h"
 #include "dq4/kernels/error.h"
@@ -35,8 +37,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   impl->arch = Architecture::read(dir);
   const ModelConfig& c = impl->arch.config;
   const QuantizationConfig quant = QuantizationConfig::read(dir);
-  impl->checkpoint = Checkpoint::open_dir(dir);
-  const Checkpoint& ckpt = impl->checkpoint;
+  const Checkpoint ckpt = Checkpoint::open_dir(dir);
 
   const TensorView& embedding = ckpt.tensor(impl->arch.embedding);
   if (embedding.dtype != Dtype::F32 && embedding.dtype != Dtype::BF16 &&
@@ -48,7 +49,14 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
     throw Error("tensor '" + embedding.name + "' in " + embedding.file + ": expected shape [" +
                 std::to_string(c.vocab_size) + ", " + std::to_string(c.hidden_size) +
                 "] from config.json, got " + embedding.shape_string());
-  impl->embedding = &embedding;
+  // Copied first and its mapped pages dropped, so that the copy and the table's pages are
+  // resident together only for a moment (a tied head is packed from the copy).
+  impl->embedding = AlignedBuffer(embedding.bytes);
+  if (embedding.bytes != 0) std::memcpy(impl->embedding.data(), embedding.data, embedding.bytes);
+  impl->embedding_dtype = embedding.dtype;
+  ckpt.release_pages(embedding.name);
+  TensorView owned_embedding = embedding;
+  owned_embedding.data = impl->embedding.data();
 
   LinearOptions layer_options = options.linear;
   if (options.quantize_group) layer_options.quantize_dense_group = options.quantize_group;
@@ -66,16 +74,13 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
     return linear;
   };
 
-  // The head first: packing (or quantizing) a tied head reads the whole embedding table, and
-  // its pages are dropped before the layers are packed, so the peak RSS of loading stays
-  // below what the loaded model holds.
+  // The head first, its checkpoint pages dropped once packed like every layer's, so the peak
+  // RSS of loading stays near what the loaded model holds.
   if (impl->arch.head) {
     impl->head = Linear::load(ckpt, quant, std::span(&*impl->arch.head, 1), options.linear);
     packed({*impl->arch.head});
   } else {
-    impl->head = Linear::from_dense_tensor(embedding, options.linear);
-    // Decode gathers a few rows at a time; the rest of the table need not stay resident.
-    ckpt.release_pages(embedding.name);
+    impl->head = Linear::from_dense_tensor(owned_embedding, options.linear);
     if (options.progress) options.progress(++done, total);
   }
 

@@ -52,6 +52,8 @@ struct HttpServer::Impl {
   HttpHandler handler;
   std::mutex mutex;
   std::list<std::weak_ptr<Connection>> connections;
+  // Connections with no request in progress, the longest idle first (under `mutex`).
+  std::list<std::weak_ptr<Connection>> idle;
   std::atomic<bool> draining{false};
   std::atomic<int64_t> open_connections{0};
   std::atomic<int64_t> active_exchanges{0};
@@ -63,9 +65,37 @@ struct HttpServer::Impl {
   int port = 0;
 
   void accept();
+  // Closes the connection idle the longest; false when none is idle.
+  bool evict_idle();
   template <class F>
   void for_each_connection(F f);
 };
+
+namespace {
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
+}
+
+// RFC 9112 section 6.1: a request's transfer codings must end with one "chunked", or its body
+// has no length the server can trust: answered 400, then closed (what follows cannot be framed,
+// and reading it as the next request would let a proxy's idea of the body smuggle one in).
+// Codings before "chunked" (gzip...) are framed but not supported: 400 too.
+std::optional<ApiError> check_transfer_encoding(const http::request<http::string_body>& message) {
+  if (message.count(http::field::transfer_encoding) == 0) return std::nullopt;
+  std::vector<std::string> codings;
+  const auto [first, last] = message.equal_range(http::field::transfer_encoding);
+  for (auto field = first; field != last; ++field)
+    for (const auto coding : http::token_list(field->value()))
+      codings.emplace_back(coding.data(), coding.size());
+  if (codings.size() == 1 && beast::iequals(codings[0], "chunked") && message.version() >= 11)
+    return std::nullopt;
+  return ApiError(400,
+                  "malformed HTTP request: Transfer-Encoding must be chunked alone (HTTP/1.1)");
+}
+
+}  // namespace
 
 // One client connection. Everything but the Exchange methods runs on the connection's strand.
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -78,6 +108,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ~Connection() {
     std::lock_guard lock(server_->mutex);
     server_->connections.erase(registered_);
+    if (idle_) server_->idle.erase(*idle_);
     server_->open_connections--;
   }
 
@@ -86,12 +117,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
       std::lock_guard lock(server_->mutex);
       registered_ = server_->connections.insert(server_->connections.end(), weak_from_this());
     }
+    set_idle(true);
     server_->open_connections++;
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
       error_code ignored;
       self->socket_.set_option(tcp::no_delay(true), ignored);
-      self->read_next();
-      self->arm_read_timer();
+      self->read_header();
     });
   }
 
@@ -107,6 +138,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void shut() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
   }
+  // Makes room for a new connection: closes this one unless a request started meanwhile (then
+  // the next idle one goes instead).
+  void evict() {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      if (self->exchange_ || self->closed_) {
+        self->server_->evict_idle();
+        return;
+      }
+      self->close();
+    });
+  }
+
+  // Under server_->mutex: evict_idle() took it off the idle list.
+  void left_idle_list() { idle_.reset(); }
 
   // From the exchange (any thread): queue bytes; `last` ends the exchange once written.
   void post_write(std::string data, bool last) {
@@ -118,12 +163,44 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   class ConnectionExchange;
 
-  void read_next() {
+  struct Pending {
+    HttpRequest request;
+    bool keep_alive = true, http10 = false;
+    std::optional<HttpResponse> error;  // a request that could not be read: answer and close
+  };
+
+  void set_idle(bool idle) {
+    std::lock_guard lock(server_->mutex);
+    if (idle && !idle_) {
+      idle_ = server_->idle.insert(server_->idle.end(), weak_from_this());
+    } else if (!idle && idle_) {
+      server_->idle.erase(*idle_);
+      idle_.reset();
+    }
+  }
+
+  // Between requests: waits (at most the keep-alive timeout) for the next one to start, then
+  // gives it the header timeout. Bytes read ahead during the last exchange start it at once.
+  void wait_for_request() {
+    if (closed_ || reading_) return;
+    if (buffer_.size() != 0) return read_header();
+    reading_ = true;
+    arm_read_timer(server_->options.keep_alive_timeout_seconds);
+    socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+      self->reading_ = false;
+      if (self->lingering_) return self->discard_input();
+      if (ec) return self->close();
+      self->read_header();
+    });
+  }
+
+  void read_header() {
     if (closed_ || reading_) return;
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
     parser_->body_limit(server_->options.max_body_bytes);
     reading_ = true;
+    arm_read_timer(server_->options.header_timeout_seconds);
     http::async_read_header(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
@@ -133,10 +210,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (lingering_) return discard_input();
     if (ec) return on_read_error(ec);
     auto& message = parser_->get();
-    if (beast::iequals(message[http::field::expect], "100-continue") && !exchange_) {
+    if (std::optional<ApiError> bad = check_transfer_encoding(message)) {
+      reading_ = false;
+      return fail(*bad);
+    }
+    if (beast::iequals(message[http::field::expect], "100-continue")) {
       queue_.push_back("HTTP/1.1 100 Continue\r\n\r\n");
       do_write();
     }
+    arm_read_timer(server_->options.header_timeout_seconds);  // now for the body
     http::async_read(socket_, buffer_, *parser_,
                      [self = shared_from_this()](error_code ec, size_t) { self->on_read(ec); });
   }
@@ -155,10 +237,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     next.request.body = std::move(message.body());
     next.keep_alive = message.keep_alive();
     next.http10 = message.version() == 10;
-    if (exchange_) {
-      next_ = std::move(next);  // pipelined: answered after the current exchange
-      return;
-    }
     dispatch(std::move(next));
   }
 
@@ -169,35 +247,63 @@ class Connection : public std::enable_shared_from_this<Connection> {
         ec.category() == http::make_error_code(http::error::body_limit).category();
     if (!http_error || ec == http::error::end_of_stream || ec == http::error::partial_message)
       return close();  // end of stream, reset, timeout: the client is gone
-    const ApiError error =
-        ec == http::error::body_limit
-            ? ApiError(413,
-                       "the request body is larger than " +
-                           std::to_string(server_->options.max_body_bytes) + " bytes",
-                       "", "request_too_large")
-        : ec == http::error::header_limit
-            ? ApiError(431, "the request headers are too large")
-            : ApiError(400, "malformed HTTP request: " + ec.message());
+    if (ec == http::error::body_limit)
+      return fail(ApiError(413,
+                           "the request body is larger than " +
+                               std::to_string(server_->options.max_body_bytes) + " bytes",
+                           "", "request_too_large"));
+    if (ec == http::error::header_limit) {
+      // The parser fills in the target once the whole request line is read.
+      if (parser_->get().target().empty() && parser_->get().method_string().empty())
+        return fail(ApiError(414, "the request line is longer than " +
+                                      std::to_string(server_->options.max_header_bytes) +
+                                      " bytes"));
+      return fail(ApiError(431, "the request headers are too large"));
+    }
+    fail(ApiError(400, "malformed HTTP request: " + ec.message()));
+  }
+
+  // A request that cannot be read on: answered, then the connection closes.
+  void fail(const ApiError& error) {
     Pending failed;
     failed.keep_alive = false;
     failed.error = error.response();
-    if (exchange_)
-      next_ = std::move(failed);
-    else
-      dispatch(std::move(failed));
+    dispatch(std::move(failed));
   }
 
-  struct Pending {
-    HttpRequest request;
-    bool keep_alive = true, http10 = false;
-    std::optional<HttpResponse> error;  // a request that could not be read: answer and close
-  };
+  // During an exchange: reads ahead what the client sends (the next request, kept for after
+  // this one), so that a client closing the connection is seen at once. A client that sends
+  // more than a whole request's limits ahead is held up by TCP until this exchange ends.
+  void read_ahead() {
+    if (closed_ || reading_ || lingering_) return;
+    const size_t limit = server_->options.max_header_bytes + server_->options.max_body_bytes;
+    if (buffer_.size() >= limit) return;
+    reading_ = true;
+    const size_t chunk = std::min<size_t>(16384, limit - buffer_.size());
+    socket_.async_read_some(buffer_.prepare(chunk),
+                            [self = shared_from_this()](error_code ec, size_t n) {
+                              self->reading_ = false;
+                              if (self->lingering_) return self->discard_input();
+                              if (ec == net::error::operation_aborted && !self->closed_)
+                                return self->continue_reading();  // the exchange ended
+                              if (ec) return self->close();       // end of stream, reset: gone
+                              self->buffer_.commit(n);
+                              self->continue_reading();
+                            });
+  }
+  void continue_reading() {
+    if (exchange_)
+      read_ahead();
+    else
+      wait_for_request();
+  }
 
   // Closing after a response: the write side first, then what the client still sends is read
   // and dropped for a moment, so that closing with unread data (which resets the connection)
   // cannot destroy the response before the client reads it (e.g. a 413 to a large upload).
   void linger() {
     lingering_ = true;
+    set_idle(false);
     error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
     read_timer_.expires_after(std::chrono::seconds(2));
@@ -227,8 +333,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void finish_exchange();
   void close();
 
-  void arm_read_timer() {
-    read_timer_.expires_after(std::chrono::seconds(server_->options.read_timeout_seconds));
+  // Closes the connection after `timeout` unless an exchange is in progress by then.
+  void arm_read_timer(double timeout) {
+    read_timer_.expires_after(seconds(timeout));
     read_timer_.async_wait([weak = weak_from_this()](error_code ec) {
       if (ec) return;
       if (auto self = weak.lock(); self && !self->exchange_) self->close();
@@ -238,6 +345,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   tcp::socket socket_;
   HttpServer::Impl* server_;
   std::list<std::weak_ptr<Connection>>::iterator registered_;
+  std::optional<std::list<std::weak_ptr<Connection>>::iterator> idle_;  // under server_->mutex
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   net::steady_timer read_timer_, write_timer_;
@@ -247,10 +355,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<char> scratch_;
   size_t discarded_ = 0;
   std::shared_ptr<ConnectionExchange> exchange_;
-  bool exchange_written_ = false;  // its last bytes are queued
-  bool exchange_keep_alive_ = true;
+  bool exchange_written_ = false;     // its last bytes are queued
   std::shared_ptr<Connection> self_;  // kept alive while an exchange is in progress
-  std::optional<Pending> next_;
   std::deque<std::string> queue_;
   std::vector<std::string> in_flight_;
 };
@@ -346,7 +452,8 @@ void Connection::dispatch(Pending next) {
   exchange_written_ = false;
   self_ = shared_from_this();
   server_->active_exchanges++;
-  if (!next.error) read_next();  // notices a client that goes away, and pipelined requests
+  set_idle(false);
+  if (!next.error) read_ahead();  // notices a client that goes away
   auto exchange = exchange_;
   if (next.error) return exchange->respond(std::move(*next.error));
   if (draining) {
@@ -378,7 +485,7 @@ void Connection::do_write() {
   queue_.clear();
   std::vector<net::const_buffer> buffers;
   for (const std::string& s : in_flight_) buffers.push_back(net::buffer(s));
-  write_timer_.expires_after(std::chrono::seconds(server_->options.write_timeout_seconds));
+  write_timer_.expires_after(seconds(server_->options.write_timeout_seconds));
   write_timer_.async_wait([weak = weak_from_this()](error_code ec) {
     if (ec) return;
     if (auto self = weak.lock()) self->close();  // a stalled client
@@ -400,18 +507,19 @@ void Connection::finish_exchange() {
   self_.reset();
   server_->active_exchanges--;
   if (!keep_alive) return linger();
-  if (next_) {
-    Pending next = std::move(*next_);
-    next_.reset();
-    return dispatch(std::move(next));
+  set_idle(true);
+  if (reading_) {  // reading ahead: stop, and parse what came first
+    error_code ignored;
+    socket_.cancel(ignored);
+    return;
   }
-  read_next();
-  arm_read_timer();
+  wait_for_request();
 }
 
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
+  set_idle(false);
   error_code ignored;
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
@@ -447,14 +555,30 @@ void HttpServer::Impl::accept() {
       });
       return;
     }
-    if (open_connections.load() >= options.max_connections) {
+    if (open_connections.load() >= options.max_connections && !evict_idle()) {
       error_code ignored;
-      socket.close(ignored);
+      socket.close(ignored);  // every connection is busy
     } else {
       std::make_shared<Connection>(std::move(socket), this)->start();
     }
     accept();
   });
+}
+
+bool HttpServer::Impl::evict_idle() {
+  std::shared_ptr<Connection> oldest;
+  {
+    std::lock_guard lock(mutex);
+    for (auto it = idle.begin(); it != idle.end(); ++it)
+      if ((oldest = it->lock())) {  // (an expired one is being destroyed: it removes itself)
+        oldest->left_idle_list();
+        idle.erase(it);
+        break;
+      }
+  }
+  if (!oldest) return false;
+  oldest->evict();
+  return true;
 }
 
 HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)

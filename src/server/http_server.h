@@ -1,6 +1,8 @@
 #pragma once
 // The HTTP/1.1 transport (Boost.Beast over Asio): keep-alive, pipelining, request bodies up to a
 // limit, chunked streaming responses, and a client that disconnects or stalls noticed at once.
+// While a request is answered, what the client sends next is read ahead (bounded) and parsed
+// after the answer: a pipelined request waits its turn, and a close is still seen.
 //
 // Asynchronous I/O on a few threads, one strand per connection: a connection costs a socket and
 // its buffers, not a thread, so hundreds of streaming clients are cheap. Everything written to a
@@ -23,10 +25,13 @@ struct HttpServerOptions {
   size_t max_body_bytes = 8u << 20;     // larger bodies: 413
   size_t max_header_bytes = 16u << 10;  // larger headers: 431
   size_t max_queued_bytes = 4u << 20;   // per connection, unsent output
-  int64_t max_connections = 4096;       // beyond: new connections are closed at once
-  int read_timeout_seconds = 60;        // idle keep-alive and slow request bodies
-  int write_timeout_seconds = 60;       // a write that makes no progress
-  int threads = 2;                      // I/O threads
+  // Open connections at most. At the cap a new connection closes the one idle the longest (no
+  // request in progress); only when every connection is busy is the new one refused.
+  int64_t max_connections = 4096;
+  double keep_alive_timeout_seconds = 60;  // idle between requests
+  double header_timeout_seconds = 60;      // a request's headers, then its body, each this long
+  double write_timeout_seconds = 60;       // a write that makes no progress
+  int threads = 2;                         // I/O threads
 };
 
 class HttpServer {

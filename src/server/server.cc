@@ -1,10 +1,15 @@
 #include "dq4/server/server.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <string>
 #include <thread>
 
+#include "dq4/kernels/error.h"
 #include "http_server.h"
 #include "openai_service.h"
 
@@ -13,7 +18,15 @@ namespace {
 
 std::atomic<bool> g_signalled{false};
 
-extern "C" void on_signal(int) { g_signalled = true; }
+// The first signal starts the graceful shutdown; a second one (an impatient operator, or a
+// supervisor escalating) ends the process at once. Only async-signal-safe calls here.
+extern "C" void on_signal(int signal) {
+  if (g_signalled.exchange(true)) {
+    static constexpr char kMessage[] = "dq4 serve: second signal, exiting now\n";
+    [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+    ::_exit(128 + signal);
+  }
+}
 
 // Polls `done` every 10 ms for at most `seconds`.
 template <class F>
@@ -27,6 +40,19 @@ bool wait_for(F done, double seconds) {
 }
 
 }  // namespace
+
+void check_api_key(const std::string& key) {
+  if (key.empty()) return;
+  const auto space = [](unsigned char c) { return c == ' ' || c == '\t'; };
+  if (space(static_cast<unsigned char>(key.front())) ||
+      space(static_cast<unsigned char>(key.back())))
+    throw Error(
+        "the API key starts or ends with whitespace, which HTTP headers drop: no client "
+        "could ever match it");
+  for (const unsigned char c : key)
+    if (c < 0x20 || c == 0x7f)
+      throw Error("the API key holds a control character: no client could ever send it");
+}
 
 struct Server::Impl {
   Engine& engine;
@@ -45,6 +71,7 @@ Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* c
                const ServerOptions& options, Listener listener)
     : impl_(new Impl{engine, options, nullptr, nullptr}) {
   if (options.served_model_name.empty()) throw Error("ServerOptions: served_model_name is empty");
+  check_api_key(options.api_key);
   Impl* impl = impl_.get();
   impl->service = std::make_unique<server::OpenAiService>(
       engine, tokenizer, chat_template,
@@ -56,6 +83,8 @@ Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* c
   http.max_body_bytes = options.max_body_bytes;
   http.max_queued_bytes = options.max_queued_bytes;
   http.max_connections = options.max_connections;
+  http.keep_alive_timeout_seconds = options.keep_alive_timeout_seconds;
+  http.header_timeout_seconds = options.header_timeout_seconds;
   http.threads = options.http_threads;
   impl->http = std::make_unique<server::HttpServer>(
       std::move(listener), http,
@@ -77,6 +106,12 @@ void Server::run_until_signal() {
   auto previous_term = std::signal(SIGTERM, on_signal);
   while (!g_signalled && !impl_->shutdown_requested)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (g_signalled) {
+    std::fprintf(stderr,
+                 "dq4 serve: shutting down, finishing the requests in flight (a second signal "
+                 "exits at once)\n");
+    std::fflush(stderr);
+  }
   shutdown();
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);

@@ -49,7 +49,7 @@ class HttpTransport : public ::testing::Test {
   }
 
   // /echo answers its method, path and body; /stream/N streams N events from another thread;
-  // /hold starts a stream and keeps the exchange for the test.
+  // /hold starts a stream and keeps the exchange for the test; /wait keeps it unanswered.
   void handle(HttpRequest r, std::shared_ptr<Exchange> e) {
     if (r.path == "/echo")
       return e->respond(
@@ -64,8 +64,8 @@ class HttpTransport : public ::testing::Test {
       });
       return;
     }
-    if (r.path == "/hold") {
-      e->start_stream(200, "text/event-stream");
+    if (r.path == "/hold" || r.path == "/wait") {
+      if (r.path == "/hold") e->start_stream(200, "text/event-stream");
       e->on_disconnect([this] { disconnects_++; });
       std::lock_guard lock(mutex_);
       held_.push_back(std::move(e));
@@ -108,6 +108,56 @@ TEST_F(HttpTransport, KeepAliveAndPipelining) {
   EXPECT_EQ(client.read_reply().status, 404);
 }
 
+// A request pipelined behind one answered later waits its turn; and a client that pipelines and
+// then leaves is still seen leaving while the first request is unanswered.
+TEST_F(HttpTransport, PipelinedRequestsWaitTheirTurnAndDoNotHideAClose) {
+  start();
+  {
+    HttpClient client("127.0.0.1", server_->port());
+    client.send_raw(
+        "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz");
+    ASSERT_TRUE(eventually([&] { return held(0) != nullptr; }));
+    held(0)->respond(HttpResponse{200, "text/plain", "late", {}});
+    EXPECT_EQ(client.read_reply().body, "late");
+    EXPECT_EQ(client.read_reply().body, "POST /echo xyz");
+  }
+  {
+    HttpClient client("127.0.0.1", server_->port());
+    client.send_raw(
+        "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(eventually([&] { return held(1) != nullptr; }));
+  }  // closed, the first request unanswered
+  EXPECT_TRUE(eventually([&] { return disconnects_ == 1; }));
+  EXPECT_TRUE(eventually([&] { return server_->open_connections() == 0; }));
+}
+
+// At the connection cap with every connection busy, a new connection is refused; once one is
+// idle again, a new connection takes its place.
+TEST_F(HttpTransport, ConnectionCapRefusesOnlyWhenEveryConnectionIsBusy) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  start(options);
+  HttpClient first("127.0.0.1", server_->port()), second("127.0.0.1", server_->port());
+  first.send("GET", "/wait");
+  second.send("GET", "/wait");
+  ASSERT_TRUE(eventually([&] { return held(1) != nullptr; }));
+  EXPECT_THROW(
+      {
+        HttpClient refused("127.0.0.1", server_->port());
+        refused.send("GET", "/echo");
+        refused.read_reply();
+      },
+      Error);
+  held(0)->respond(HttpResponse{200, "text/plain", "done", {}});
+  EXPECT_EQ(first.read_reply().body, "done");
+  HttpClient fresh("127.0.0.1", server_->port());  // the idle `first` makes room
+  fresh.send("GET", "/echo");
+  EXPECT_EQ(fresh.read_reply().status, 200);
+  EXPECT_THROW(first.read_reply(), Error);
+}
+
 TEST_F(HttpTransport, LimitsAndMalformedRequests) {
   HttpServerOptions options;
   options.max_body_bytes = 1000;
@@ -125,6 +175,13 @@ TEST_F(HttpTransport, LimitsAndMalformedRequests) {
     HttpClient client("127.0.0.1", server_->port());
     client.send("GET", "/echo", "", "X-Big: " + std::string(3000, 'y') + "\r\n");
     EXPECT_EQ(client.read_reply().status, 431);
+  }
+  {
+    HttpClient client("127.0.0.1", server_->port());
+    client.send("GET", "/" + std::string(1 << 20, 'p'));
+    const HttpReply r = client.read_reply();
+    EXPECT_EQ(r.status, 414);
+    EXPECT_NE(r.body.find("request line"), std::string::npos) << r.body;
   }
   for (const char* garbage : {"\x01\x02\x03 nonsense\r\n\r\n", "GET /echo HTTP/9.9\r\n\r\n",
                               "POST /echo HTTP/1.1\r\nContent-Length: -5\r\n\r\n",

@@ -36,6 +36,7 @@ Args& Args::repeatable(const std::string& name) {
 void Args::set(const std::string& name, const std::string& value) {
   if (options_.at(name).repeatable) repeated_[name].push_back(value);
   values_[name] = value;
+  given_.insert(name);
 }
 
 std::vector<std::string> Args::values(const std::string& name) const {
@@ -77,7 +78,7 @@ bool Args::parse(int argc, char** argv, int first) {
       throw Error("unknown option --" + name + " (see dq4 " + command_ + " --help)");
     if (it->second.value_name.empty()) {
       if (has_inline) throw Error("option --" + name + " takes no value");
-      values_[name] = "1";
+      set(name, "1");
     } else if (has_inline) {
       set(name, inline_value);
     } else {
@@ -94,6 +95,8 @@ bool Args::parse(int argc, char** argv, int first) {
 }
 
 bool Args::flag(const std::string& name) const { return values_.count(name) != 0; }
+
+bool Args::given(const std::string& name) const { return given_.count(name) != 0; }
 
 std::string Args::value(const std::string& name) const {
   const auto it = values_.find(name);
@@ -120,6 +123,10 @@ double Args::number(const std::string& name) const {
 
 std::vector<int64_t> Args::integers(const std::string& name) const {
   return parse_integer_list(name, value(name));
+}
+
+uint64_t Args::byte_size(const std::string& name) const {
+  return parse_byte_size(name, value(name));
 }
 
 std::vector<std::string> split_commas(const std::string& text) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,7 @@ std::vector<std::string> split_commas(const std::string& text);
 // Comma-separated integers; `option` names the option in the error for anything else.
 std::vector<int64_t> parse_integer_list(const std::string& option, const std::string& text);
 // "5GB" (10^9), "500MB", "2GiB" (2^30), "1.5GB", "4096" (bytes). Throws dq4::Error naming
-// `option` for anything else or for 0.
+// the option (`option`: its name without the dashes) for anything else or for 0.
 uint64_t parse_byte_size(const std::string& option, const std::string& text);
 
 class Args {
@@ -37,11 +38,15 @@ class Args {
   bool parse(int argc, char** argv, int first);
 
   bool flag(const std::string& name) const;
+  // Whether the command line gave the option (even as an empty value).
+  bool given(const std::string& name) const;
   std::string value(const std::string& name) const;
   int64_t integer(const std::string& name) const;
   double number(const std::string& name) const;
   // A comma-separated list of integers, e.g. "1,2,4".
   std::vector<int64_t> integers(const std::string& name) const;
+  // A size in bytes (see parse_byte_size).
+  uint64_t byte_size(const std::string& name) const;
   // Every value a repeatable option was given (its default when it was not given).
   std::vector<std::string> values(const std::string& name) const;
 
@@ -64,6 +69,7 @@ class Args {
   std::vector<Positional> positionals_;
   std::map<std::string, std::string> values_;
   std::map<std::string, std::vector<std::string>> repeated_;  // repeatable options given
+  std::set<std::string> given_;                               // options the command line gave
 };
 
 }  // namespace dq4::cli

@@ -32,7 +32,7 @@ int run_chat_template(int argc, char** argv, int first) {
   ChatTemplate chat_template = [&] {
     if (template_file.empty()) return ChatTemplate::from_tokenizer_config(dir);
     std::FILE* f = std::fopen(template_file.c_str(), "rb");
-    if (f == nullptr) throw Error("--template: cannot read " + template_file);
+    if (f == nullptr) throw Error("option --template: cannot read " + template_file);
     std::string source;
     char buffer[4096];
     size_t got;

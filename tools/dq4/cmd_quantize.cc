@@ -96,7 +96,7 @@ int run_quantize(int argc, char** argv, int first) {
   options.format = format_option(args);
   for (const std::string& entry : args.values("ignore"))
     for (std::string& item : split_ignore_list(entry)) options.ignore.push_back(std::move(item));
-  options.max_shard_bytes = parse_byte_size("max-shard-size", args.value("max-shard-size"));
+  options.max_shard_bytes = args.byte_size("max-shard-size");
   options.replace_existing = args.flag("force");
   options.output_dir = args.value("output");
   if (options.output_dir.empty()) {

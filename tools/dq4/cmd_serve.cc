@@ -3,6 +3,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -31,7 +32,7 @@ namespace {
 std::optional<ChatTemplate> load_chat_template(const std::string& dir, const std::string& file) {
   if (!file.empty()) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error("--chat-template: cannot read " + file);
+    if (!in) throw Error("option --chat-template: cannot read " + file);
     std::stringstream source;
     source << in.rdbuf();
     ChatTemplate t = ChatTemplate::from_source(source.str());
@@ -46,12 +47,39 @@ std::optional<ChatTemplate> load_chat_template(const std::string& dir, const std
   }
 }
 
-int positive_int(const Args& args, const std::string& name, int64_t max) {
+int64_t positive_int(const Args& args, const std::string& name, int64_t max) {
   const int64_t v = args.integer(name);
   if (v < 1 || v > max)
     throw Error("option --" + name + ": expected 1 to " + std::to_string(max) + ", got " +
                 std::to_string(v));
-  return static_cast<int>(v);
+  return v;
+}
+
+double positive_seconds(const Args& args, const std::string& name) {
+  const double v = args.number(name);
+  if (!(v > 0 && v <= 1e6))
+    throw Error("option --" + name + ": expected a number of seconds > 0 (at most 1e6), got '" +
+                args.value(name) + "'");
+  return v;
+}
+
+// --api-key, else $DQ4_API_KEY (so that the key need not be on a command line others can read).
+// Given but empty (e.g. --api-key "$UNSET") is refused: it would silently serve without a key.
+std::string api_key(const Args& args) {
+  const char* env = std::getenv("DQ4_API_KEY");
+  const bool from_option = args.given("api-key");
+  if (!from_option && env == nullptr) return "";
+  const std::string key = from_option ? args.value("api-key") : env;
+  const std::string source = from_option ? "option --api-key" : "DQ4_API_KEY";
+  if (key.empty())
+    throw Error(source + " is empty: that would serve without authentication (to do so, give no " +
+                "key at all)");
+  try {
+    check_api_key(key);
+  } catch (const Error& e) {
+    throw Error(source + ": " + e.what());
+  }
+  return key;
 }
 
 }  // namespace
@@ -69,10 +97,13 @@ int run_serve(int argc, char** argv, int first) {
             "Serves a model directory over HTTP with OpenAI's API: /v1/completions,\n"
             "/v1/chat/completions (streamed or not), /v1/models, /tokenize, /detokenize,\n"
             "/health and /metrics (Prometheus). Runs until SIGINT or SIGTERM, then finishes\n"
-            "the requests in flight (up to --shutdown-timeout) and exits 0.");
+            "the requests in flight (up to --shutdown-timeout) and exits 0; a second SIGINT or\n"
+            "SIGTERM meanwhile exits at once (status 128 + the signal's number).");
   args.option("host", "ADDR", "address to listen on", "127.0.0.1")
       .option("port", "N", "port to listen on (0: any free port, printed)", "8000")
-      .option("api-key", "KEY", "require 'Authorization: Bearer KEY' (not on /health, /metrics)")
+      .option("api-key", "KEY",
+              "require 'Authorization: Bearer KEY' (not on /health, /metrics); default: the "
+              "DQ4_API_KEY environment variable; an empty key is refused")
       .option("served-model-name", "NAME", "the model name clients use (default: DIR as given)")
       .option("chat-template", "FILE", "Jinja chat template to use instead of the model's")
       .option("max-model-len", "N", "prompt + generated tokens at most (0: the model's)", "0")
@@ -85,6 +116,12 @@ int run_serve(int argc, char** argv, int first) {
       .option("max-waiting-requests", "N", "queued requests at most; beyond: 503", "1024")
       .option("max-body-size", "SIZE", "request bodies at most; larger: 413", "8MiB")
       .option("http-threads", "N", "threads for network I/O", "2")
+      .option("max-connections", "N",
+              "open connections at most; at the cap a new one closes the one idle the longest",
+              "4096")
+      .option("timeout-keep-alive", "SECONDS", "an idle connection closes after this long", "60")
+      .option("timeout-headers", "SECONDS",
+              "a request's headers (then its body) must arrive within this long", "60")
       .option("shutdown-timeout", "SECONDS", "how long in-flight requests may finish", "30")
       .option("step-gate-fd", "FD",
               "for tests: one engine step per byte read from FD, freely after its end");
@@ -97,11 +134,14 @@ int run_serve(int argc, char** argv, int first) {
   server_options.port = static_cast<int>(args.integer("port"));
   if (server_options.port < 0 || server_options.port > 65535)
     throw Error("option --port: expected 0 to 65535");
-  server_options.api_key = args.value("api-key");
+  server_options.api_key = api_key(args);
   server_options.served_model_name =
       args.value("served-model-name").empty() ? dir : args.value("served-model-name");
-  server_options.max_body_bytes = parse_byte_size("--max-body-size", args.value("max-body-size"));
-  server_options.http_threads = positive_int(args, "http-threads", 64);
+  server_options.max_body_bytes = args.byte_size("max-body-size");
+  server_options.http_threads = static_cast<int>(positive_int(args, "http-threads", 64));
+  server_options.max_connections = positive_int(args, "max-connections", 1 << 20);
+  server_options.keep_alive_timeout_seconds = positive_seconds(args, "timeout-keep-alive");
+  server_options.header_timeout_seconds = positive_seconds(args, "timeout-headers");
   server_options.shutdown_timeout_seconds = args.number("shutdown-timeout");
   if (!(server_options.shutdown_timeout_seconds >= 0))
     throw Error("option --shutdown-timeout: expected a number of seconds >= 0");
@@ -109,8 +149,7 @@ int run_serve(int argc, char** argv, int first) {
   EngineOptions engine_options;
   engine_options.max_num_seqs = args.integer("max-num-seqs");
   engine_options.max_num_batched_tokens = args.integer("max-num-batched-tokens");
-  engine_options.kv_cache_memory =
-      parse_byte_size("--kv-cache-memory", args.value("kv-cache-memory"));
+  engine_options.kv_cache_memory = args.byte_size("kv-cache-memory");
   engine_options.kv_blocks = args.integer("num-kv-blocks");
   engine_options.block_size = args.integer("block-size");
   engine_options.kv_type = kv_type_option(args);

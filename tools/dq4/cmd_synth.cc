@@ -28,7 +28,9 @@ void declare_synth_options(Args& args) {
   args.option("kv-heads", "B", "num_key_value_heads");
   args.option("head-dim", "D",
               "head_dim (default: hidden / heads when --hidden or --heads is given)");
-  args.option("vocab", "V", "vocab_size");
+  args.option("vocab", "V",
+              "vocab_size (default: the preset's, or with --tokenizer the tokenizer's largest id "
+              "+ 1, rounded up to a multiple of 128 for Qwen)");
   args.option("tie-embeddings", "BOOL", "tie_word_embeddings: true or false");
   args.option("seed", "S", "seed of the pseudo-random weights", "0");
   args.option("max-shard-size", "SIZE", "largest output file (5GB, 500MB, 2GiB...)", "5GB");
@@ -86,8 +88,10 @@ int run_synth(int argc, char** argv, int first) {
   }
   if (!args.value("dtype").empty()) options.dtype = dtype_option(args.value("dtype"));
   options.seed = static_cast<uint64_t>(args.integer("seed"));
-  options.max_shard_bytes = parse_byte_size("max-shard-size", args.value("max-shard-size"));
+  options.max_shard_bytes = args.byte_size("max-shard-size");
   options.tokenizer_dir = args.value("tokenizer");
+  if (!options.tokenizer_dir.empty() && args.value("vocab").empty())
+    c.vocab_size = tokenizer_vocab_size(options.tokenizer_dir, c.architecture);
   options.replace_existing = args.flag("force");
   options.output_dir = args.value("output");
 

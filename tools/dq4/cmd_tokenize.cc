@@ -27,8 +27,8 @@ std::vector<TokenId> parse_ids(const std::string& input) {
   std::vector<TokenId> ids;
   for (const auto& id : document["ids"]) {
     if (!id.is_number_integer() || id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX)
-      throw Error("stdin: ids[" + std::to_string(ids.size()) +
-                  "] is not a 32-bit integer: " + id.dump());
+      throw Error("stdin: ids[" + std::to_string(ids.size()) + "] is not a 32-bit integer: " +
+                  (id.is_number() ? id.dump() : std::string("a JSON ") + id.type_name()));
     ids.push_back(static_cast<TokenId>(id.get<int64_t>()));
   }
   return ids;

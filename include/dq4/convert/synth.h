@@ -67,9 +67,15 @@ struct SynthReport {
   double seconds = 0;
 };
 
-// Throws dq4::Error for invalid shapes or dtype, or an existing output directory without
-// replace_existing.
+// Throws dq4::Error for invalid shapes or dtype, an existing output directory without
+// replace_existing, or a tokenizer_dir whose ids do not all fit in config.vocab_size.
 SynthReport write_synthetic_model(const SynthOptions& options);
+
+// The vocab_size a model of `architecture` gets for the tokenizer in `tokenizer_dir`: its largest
+// id + 1, rounded up to a multiple of 128 for Qwen2 and Qwen3 (whose embedding tables are padded
+// so: 151,936 rows for 151,669 ids), exact for Llama and Mistral (Llama 3's 128,256 and Mistral's
+// 32,768 are their tokenizers' sizes). Throws dq4::Error when the tokenizer does not load.
+int64_t tokenizer_vocab_size(const std::string& tokenizer_dir, std::string_view architecture);
 
 // Element `index` of the synthetic tensor `name` (what write_synthetic_model stores, before
 // rounding to the dtype): for tests.

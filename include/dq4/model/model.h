@@ -39,7 +39,7 @@ struct ModelOptions {
 struct LoadReport {
   double seconds = 0;
   size_t packed_bytes = 0;     // packed linear weights (head included)
-  size_t embedding_bytes = 0;  // the mapped embedding table
+  size_t embedding_bytes = 0;  // the embedding table (a copy, in the checkpoint's dtype)
   size_t other_bytes = 0;      // norms, biases, rope tables
 };
 

@@ -18,16 +18,24 @@ namespace dq4 {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;  // 0: any free port (Server::port() says which)
-  // Bearer token every endpoint but /health and /metrics needs; empty: none.
+  // Bearer token every endpoint but /health and /metrics needs; empty: none. One with leading or
+  // trailing whitespace or a control character could never match a header: refused.
   std::string api_key;
   std::string served_model_name;  // the name clients pass as "model"
   size_t max_body_bytes = 8u << 20;
   size_t max_queued_bytes = 4u << 20;  // unsent output per connection before it is dropped
+  // Open connections at most; at the cap a new one closes the one idle the longest.
   int64_t max_connections = 4096;
+  double keep_alive_timeout_seconds = 60;  // an idle connection closes after this long
+  double header_timeout_seconds = 60;      // a request's headers, then its body, each this long
   int http_threads = 2;
   // On shutdown, in-flight requests get this long to finish before they are aborted.
   double shutdown_timeout_seconds = 30;
 };
+
+// Throws dq4::Error when a client could never send `key` in an Authorization header: leading or
+// trailing whitespace (HTTP drops it) or a control character. An empty key (no key) passes.
+void check_api_key(const std::string& key);
 
 class Server {
  public:
@@ -43,7 +51,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   int port() const;
-  // Blocks until SIGTERM or SIGINT (or request_shutdown()), then shuts down gracefully.
+  // Blocks until SIGTERM or SIGINT (or request_shutdown()), then shuts down gracefully; a second
+  // SIGTERM or SIGINT meanwhile exits the process at once (status 128 + the signal's number).
   void run_until_signal();
   // Thread-safe: makes run_until_signal() return after its graceful shutdown.
   void request_shutdown();

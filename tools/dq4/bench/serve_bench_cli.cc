@@ -15,11 +15,11 @@ namespace {
 
 std::vector<std::string> read_prompts(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw Error("--prompts: cannot read " + path);
+  if (!in) throw Error("option --prompts: cannot read " + path);
   std::vector<std::string> prompts;
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) prompts.push_back(line);
-  if (prompts.empty()) throw Error("--prompts: " + path + " holds no prompt");
+  if (prompts.empty()) throw Error("option --prompts: " + path + " holds no prompt");
   return prompts;
 }
 
