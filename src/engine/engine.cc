@@ -160,7 +160,8 @@ Engine::Impl::Impl(std::unique_ptr<EngineModel> owned, const Tokenizer& tok,
   }
   options.kv_blocks = num_blocks;
   cache = KvCache(model->kv_shape(num_blocks, options.block_size, options.kv_type));
-  cache.prefault(model->pool() != nullptr ? *model->pool() : ThreadPool::global());
+  if (options.prefault_kv_cache)
+    cache.prefault(model->pool() != nullptr ? *model->pool() : ThreadPool::global());
   blocks = std::make_unique<engine::BlockManager>(num_blocks, options.block_size,
                                                   options.enable_prefix_caching);
   scheduler = std::make_unique<engine::Scheduler>(

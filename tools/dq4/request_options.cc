@@ -86,6 +86,7 @@ EngineOptions offline_engine_options(int64_t ctx, const Model& model, attention:
   o.block_size = 16;
   o.kv_blocks = (o.max_model_len + o.block_size - 1) / o.block_size;
   o.kv_type = kv_type;
+  o.prefault_kv_cache = false;
   o.max_num_seqs = 1;
   o.max_num_batched_tokens = 512;  // the prefill chunk
   o.max_waiting = 1;

@@ -38,6 +38,10 @@ struct EngineOptions {
   int64_t kv_blocks = 0;
   size_t kv_cache_memory = size_t{1} << 30;
   attention::KvType kv_type = attention::KvType::f32;
+  // Maps the whole pool's pages up front, so that no step waits for page faults. Off: pages are
+  // mapped as sequences first write them (one short conversation in a large context touches
+  // little of it, and the process's resident memory says so).
+  bool prefault_kv_cache = true;
   bool enable_prefix_caching = true;
   // Requests waiting for admission at most; add_request throws EngineOverloaded beyond it.
   int64_t max_waiting = 1024;
