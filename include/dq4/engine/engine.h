@@ -70,6 +70,7 @@ struct Request {
   bool ignore_eos = false;              // keep going past the model's EOS ids
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;  // of the detokenized text
+  bool detokenize = true;           // false: token ids only, no text (and so no stop strings)
   int n = 1;                        // independent choices sharing the prompt
   // Per generated token: nullopt = no logprobs, k = the token's logprob and the k most likely
   // tokens' (k = 0: the token's only).
