@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
+#include <random>
 #include <vector>
 
 namespace dq4::engine {
@@ -13,6 +15,36 @@ std::vector<TokenId> iota_tokens(int n, TokenId first = 100) {
   std::vector<TokenId> t(n);
   std::iota(t.begin(), t.end(), first);
   return t;
+}
+
+// The prefix cache's hash -> block table against a map: hashes that share their low bits pile
+// up in runs that wrap around the table's end, and erasing from the middle of a run must leave
+// every other entry findable.
+TEST(BlockIndex, AgreesWithAMapThroughInsertsAndErases) {
+  constexpr int kEntries = 48;
+  BlockIndex index(kEntries);
+  std::map<uint64_t, int32_t> want;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20000; ++round) {
+    // 6 low bits out of a table of 128 slots: clusters near the end wrap to the start.
+    const uint64_t hash = (rng() << 8) | (120 + rng() % 6);
+    const auto it = want.find(hash);
+    if (it != want.end()) {
+      index.erase(hash);
+      want.erase(it);
+    } else if (want.size() < kEntries) {
+      const auto block = static_cast<int32_t>(rng() % 1000);
+      index.insert(hash, block);
+      want.emplace(hash, block);
+    }
+    if (round % 97 == 0 && !want.empty()) {  // erase one picked at random
+      auto victim = std::next(want.begin(), static_cast<long>(rng() % want.size()));
+      index.erase(victim->first);
+      want.erase(victim);
+    }
+    for (const auto& [h, block] : want) ASSERT_EQ(index.find(h), block) << "round " << round;
+    ASSERT_EQ(index.find((rng() << 8) | 126), -1);  // in a run, never a home: absent
+  }
 }
 
 TEST(BlockManager, AllocatesWhatIsFreeAndGivesItBack) {

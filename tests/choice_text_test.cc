@@ -122,5 +122,28 @@ TEST(ChoiceText, NeverSplitsACharacterAndFindsNonAsciiStops) {
   EXPECT_EQ(cat.stop_string(), "\xF0\x9F\x90\xB1");
 }
 
+TEST(ChoiceText, ThePromptsTextIsNeverPartOfTheChoices) {
+  const Tokenizer& tok = stories_tokenizer();
+  // A prompt ending in a byte-fallback token (ESC, a whole character on its own): the decoder
+  // takes it as context, never as text of the choice.
+  const TokenId esc = *tok.token_to_id("<0x1B>");
+  const std::vector<TokenId> prompt = {1, *tok.token_to_id("▁Once"), esc};
+  const std::vector<TokenId> generated = tok.encode(" and then", false);
+  std::vector<TokenId> all = prompt;
+  all.insert(all.end(), generated.begin(), generated.end());
+  const std::string before = tok.decode(prompt, true), after = tok.decode(all, true);
+  ASSERT_EQ(before.back(), '\x1B');
+  ChoiceText text(tok, prompt, true, {}, false);
+  const std::string out = stream(text, generated);
+  EXPECT_EQ(out, after.substr(before.size()));
+  EXPECT_EQ(out.find('\x1B'), std::string::npos);
+
+  // A prompt ending in the first bytes of a character: the choice whose token completes it gets
+  // the whole character.
+  const std::vector<TokenId> half = {1, *tok.token_to_id("<0xC3>")};
+  ChoiceText completed(tok, half, true, {}, false);
+  EXPECT_EQ(stream(completed, {*tok.token_to_id("<0xA9>"), *tok.token_to_id("t")}), "\xC3\xA9t");
+}
+
 }  // namespace
 }  // namespace dq4::engine

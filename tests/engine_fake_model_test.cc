@@ -321,6 +321,23 @@ TEST(EngineFake, StopStringsCutTheText) {
   EXPECT_LT(c.choices.at(0).tokens.size(), reference.size());
 }
 
+TEST(EngineFake, WithoutDetokenizeOnlyTokenIdsComeOut) {
+  Rig rig(small_options());
+  const auto prompt = prompt_of(6, 5);
+  Request r = greedy(prompt, 20);
+  const uint64_t with_text = rig.engine.add_request(r, rig.outputs.callback());
+  r.detokenize = false;
+  const uint64_t ids_only = rig.engine.add_request(r, rig.outputs.callback());
+  rig.run();
+  const Collected a = rig.outputs.get(with_text), b = rig.outputs.get(ids_only);
+  EXPECT_EQ(b.choices.at(0).tokens, a.choices.at(0).tokens);
+  EXPECT_FALSE(a.choices.at(0).text.empty());
+  EXPECT_EQ(b.choices.at(0).text, "");
+  r.stop = {"x"};
+  test::expect_error([&] { rig.engine.add_request(r, rig.outputs.callback()); },
+                     "stop strings need detokenize");
+}
+
 TEST(EngineFake, SeveralChoicesShareThePromptAndFollowTheirSeeds) {
   Rig rig(small_options());
   Request r;

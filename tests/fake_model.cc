@@ -19,7 +19,9 @@ uint64_t mix(uint64_t x) {
 }  // namespace
 
 FakeModel::FakeModel(int64_t vocab, int64_t context, std::vector<TokenId> eos, int64_t eos_every)
-    : vocab_(vocab), context_(context), eos_(std::move(eos)), eos_every_(eos_every) {}
+    : vocab_(vocab), context_(context), eos_(std::move(eos)), eos_every_(eos_every) {
+  history_.reserve(static_cast<size_t>(context));
+}
 
 KvCacheShape FakeModel::kv_shape(int64_t blocks, int64_t block_size, attention::KvType) const {
   KvCacheShape s;
@@ -61,10 +63,11 @@ std::vector<TokenId> FakeModel::reference_greedy(std::vector<TokenId> tokens,
 
 void FakeModel::forward(std::span<const SequenceInput> batch, KvCache& cache, float* logits) {
   std::vector<Row> rows;
+  if (recording_) rows.reserve(batch.size());
   float* keys = static_cast<float*>(cache.keys(0));
   const int64_t bs = cache.block_size();
   for (const SequenceInput& in : batch) {
-    rows.push_back({in.start, static_cast<int64_t>(in.tokens.size()), in.logits});
+    if (recording_) rows.push_back({in.start, static_cast<int64_t>(in.tokens.size()), in.logits});
     const int64_t end = in.start + static_cast<int64_t>(in.tokens.size());
     if (static_cast<int64_t>(in.block_table.size()) * bs < end)
       throw Error("fake model: block table too short");
@@ -74,15 +77,16 @@ void FakeModel::forward(std::span<const SequenceInput> batch, KvCache& cache, fl
     for (size_t i = 0; i < in.tokens.size(); ++i)
       slot(in.start + i) = static_cast<float>(in.tokens[i]);
     auto emit = [&](int64_t last) {
-      std::vector<float> history(last + 1);
-      for (int64_t p = 0; p <= last; ++p) history[p] = slot(p);
-      logits_of(history, logits);
+      history_.resize(static_cast<size_t>(last + 1));
+      for (int64_t p = 0; p <= last; ++p) history_[p] = slot(p);
+      logits_of(history_, logits);
       logits += vocab_;
     };
     if (in.logits == SequenceInput::Logits::last) emit(end - 1);
     if (in.logits == SequenceInput::Logits::all)
       for (int64_t p = in.start; p < end; ++p) emit(p);
   }
+  if (!recording_) return;
   std::lock_guard lock(mutex_);
   batches_.push_back(std::move(rows));
 }

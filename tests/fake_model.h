@@ -33,8 +33,10 @@ class FakeModel : public EngineModel {
     int64_t start = 0, count = 0;
     SequenceInput::Logits logits = SequenceInput::Logits::none;
   };
-  // Every forward's batch, in order.
+  // Every forward's batch, in order, while recording (the default). Not recording, forward()
+  // allocates nothing.
   std::vector<std::vector<Row>> batches() const;
+  void record_batches(bool on) { recording_ = on; }
 
  private:
   void logits_of(std::span<const float> history, float* row) const;
@@ -42,6 +44,8 @@ class FakeModel : public EngineModel {
   int64_t vocab_, context_;
   std::vector<TokenId> eos_;
   int64_t eos_every_;
+  bool recording_ = true;
+  std::vector<float> history_;  // forward()'s: a sequence's tokens read back from the cache
   mutable std::mutex mutex_;
   std::vector<std::vector<Row>> batches_;
 };

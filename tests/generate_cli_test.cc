@@ -63,6 +63,108 @@ TEST(GenerateCli, StopStringsAndSeeds) {
   EXPECT_NE(generate_json(sampled + " --seed 6")["generated_ids"], a["generated_ids"]);
 }
 
+const std::string kOnce = " -p 'Once upon a time' --temp 0";
+
+TEST(GenerateCli, StopStringsAreHeldBackOnceAndCutOnce) {
+  const std::string base = "-m " + stories() + kOnce + " -n 40";
+  const std::string text = generate_json(base)["text"];
+  ASSERT_NE(text.find("girl named"), std::string::npos) << text;
+  // A stop string whose start appears but that never completes: the held-back text comes out
+  // once, streamed or not.
+  const nlohmann::json near = generate_json(base + " --stop 'girl namex'");
+  EXPECT_EQ(near["text"], text);
+  EXPECT_EQ(near["finish_reason"], "length");
+  EXPECT_TRUE(near["stop_reason"].is_null());
+  CliResult streamed = run_dq4("generate " + base + " --stop 'girl namex'");
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+  EXPECT_EQ(streamed.out, text + "\n");
+  streamed = run_dq4("generate " + base + " --stop Lily");
+  EXPECT_EQ(streamed.out, ", there was a little girl named \n");
+  const nlohmann::json kept = generate_json(base + " --stop Lily --include-stop-str-in-output");
+  EXPECT_EQ(kept["text"], ", there was a little girl named Lily");
+  EXPECT_EQ(kept["finish_reason"], "stop");
+  EXPECT_EQ(kept["stop_reason"], "Lily");
+}
+
+TEST(GenerateCli, StopTokenIdsEndTheOutputAndMinTokensHoldEveryStopOff) {
+  const std::string base = "-m " + stories() + kOnce + " -n 100";
+  const nlohmann::json plain = generate_json(base);
+  const int comma = plain["generated_ids"][0];  // ", there was ..."
+  const std::string stop_comma = " --stop-token-ids 7," + std::to_string(comma);
+  const nlohmann::json stopped = generate_json(base + stop_comma);
+  EXPECT_EQ(stopped["generated_ids"], nlohmann::json::array());  // the stop token is not output
+  EXPECT_EQ(stopped["text"], "");
+  EXPECT_EQ(stopped["finish_reason"], "stop");
+  EXPECT_EQ(stopped["stop_reason"], comma);
+
+  const nlohmann::json held = generate_json(base + stop_comma + " --min-tokens 6");
+  const std::vector<int> ids = held["generated_ids"];
+  ASSERT_GE(ids.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_NE(ids[i], comma) << i;
+  EXPECT_EQ(held["finish_reason"], "stop");
+  EXPECT_EQ(held["stop_reason"], comma);
+
+  // Stop strings are not looked for before min_tokens either: the first "Lily" stays.
+  const std::string text = plain["text"];
+  const size_t first = text.find("Lily"), second = text.find("Lily", first + 1);
+  ASSERT_NE(second, std::string::npos) << text;
+  const nlohmann::json late = generate_json(base + " --stop Lily --min-tokens 12");
+  EXPECT_EQ(late["text"], text.substr(0, second));
+  EXPECT_EQ(late["stop_reason"], "Lily");
+  EXPECT_EQ(generate_json(base + " --stop Lily")["text"], text.substr(0, first));
+}
+
+// stories260K whose tokenizer calls "," a special token.
+TEST(GenerateCli, SkipSpecialTokensLeavesThemOutOfTheText) {
+  ScratchDir scratch;
+  const std::string dir = scratch.file("model");
+  fs::create_directory(dir);
+  for (const char* f : {"config.json", "model.safetensors"})
+    fs::copy_file(fixtures_dir() + "/stories260K-hf/" + f, dir + "/" + f);
+  std::ifstream in(fixtures_dir() + "/stories260K-hf/tokenizer.json");
+  nlohmann::json tokenizer = nlohmann::json::parse(in);
+  const int comma = tokenizer["model"]["vocab"][","];
+  tokenizer["added_tokens"].push_back({{"id", comma},
+                                       {"content", ","},
+                                       {"single_word", false},
+                                       {"lstrip", false},
+                                       {"rstrip", false},
+                                       {"normalized", false},
+                                       {"special", true}});
+  write_file(dir + "/tokenizer.json", tokenizer.dump());
+  const std::string base = "-m " + shell_quote(dir) + kOnce + " -n 40";
+  const nlohmann::json skipped = generate_json(base);
+  const nlohmann::json kept = generate_json(base + " --no-skip-special-tokens");
+  const nlohmann::json original = generate_json("-m " + stories() + kOnce + " -n 40");
+  EXPECT_EQ(skipped["generated_ids"], original["generated_ids"]);
+  EXPECT_EQ(kept["generated_ids"], original["generated_ids"]);
+  EXPECT_EQ(kept["text"], original["text"]);
+  std::string without = original["text"];
+  std::erase(without, ',');
+  ASSERT_NE(without, original["text"]);
+  EXPECT_EQ(skipped["text"], without);
+}
+
+TEST(GenerateCli, LogprobsAreTheGeneratedTokens) {
+  const nlohmann::json j = generate_json("-m " + stories() + kOnce + " -n 12 --logprobs 2");
+  ASSERT_EQ(j["logprobs"].size(), 12u);
+  for (size_t i = 0; i < 12; ++i) {
+    const nlohmann::json& t = j["logprobs"][i];
+    EXPECT_EQ(t["id"], j["generated_ids"][i]);
+    ASSERT_EQ(t["top"].size(), 2u);
+    EXPECT_EQ(t["top"][0]["id"], t["id"]);  // greedy: the most likely
+    EXPECT_EQ(t["top"][0]["logprob"], t["logprob"]);
+    EXPECT_LT(t["logprob"].get<double>(), 0.0);
+    EXPECT_GE(t["top"][0]["logprob"].get<double>(), t["top"][1]["logprob"].get<double>());
+  }
+}
+
+TEST(GenerateCli, ThePredictionStopsAtTheEndOfTheContext) {
+  const nlohmann::json j = generate_json("-m " + stories() + kOnce + " -n 600 --ctx 64");
+  EXPECT_EQ(j["prompt_ids"].size() + j["generated_ids"].size(), 64u);
+  EXPECT_EQ(j["finish_reason"], "length");
+}
+
 TEST(GenerateCli, QuantizedCheckpointEqualsQuantizingAtLoad) {
   ScratchDir scratch;
   const std::string out = shell_quote(scratch.file("w4a8"));
@@ -108,6 +210,17 @@ TEST(GenerateCli, Errors) {
     EXPECT_NE(r.err.find(key == "architectures" ? "PhiForCausalLM" : "gate_proj"),
               std::string::npos)
         << r.err;
+  }
+  for (const auto& [options, message] : std::vector<std::pair<std::string, std::string>>{
+           {"-n 10 --min-tokens 11", "--min-tokens"},
+           {"--stop-token-ids 512", "--stop-token-ids: id 512 is outside the vocabulary"},
+           {"--stop-token-ids 3,x", "--stop-token-ids"},
+           {"--logprobs 2", "--logprobs: needs --json"},
+           {"--logprobs 21 --json", "--logprobs"},
+           {"--ctx 5", "no room to generate"}}) {
+    r = run_dq4("generate -m " + stories() + " -p 'Once upon a time' " + options);
+    EXPECT_EQ(r.exit_code, 1) << options;
+    EXPECT_NE(r.err.find(message), std::string::npos) << options << ": " << r.err;
   }
   r = run_dq4("generate -m " + stories() + " --chat hi");
   EXPECT_EQ(r.exit_code, 1);

@@ -225,6 +225,26 @@ TEST(Sampler, Penalties) {
   EXPECT_FLOAT_EQ(row[1], 1.7f);
 }
 
+TEST(Sampler, PenaltiesCountEachCallAfresh) {
+  // One sampler for a whole sequence: what it counted for one row never leaks into the next.
+  SamplingParams p;
+  p.temperature = 0;
+  p.repetition_penalty = 1.5f;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.4f;
+  Sampler reused(p);
+  const std::vector<int32_t> prompt = {0, 3}, generated = {1, 1, 4, 7, -2};
+  for (int call = 0; call < 3; ++call) {
+    std::vector<float> row = kLogits, fresh_row = kLogits;
+    Sampler fresh(p);
+    EXPECT_EQ(reused.sample(row, prompt, generated), fresh.sample(fresh_row, prompt, generated));
+    EXPECT_EQ(row, fresh_row) << "call " << call;
+  }
+  std::vector<float> row = kLogits;
+  reused.sample(row, {}, {});
+  EXPECT_EQ(row, kLogits);  // nothing seen, nothing penalized
+}
+
 TEST(Sampler, Logprobs) {
   double z = 0;
   for (float l : kLogits) z += std::exp(static_cast<double>(l));

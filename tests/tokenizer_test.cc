@@ -54,6 +54,45 @@ TEST_P(FixtureTokenizer, StreamingDecodeEqualsDecode) {
   }
 }
 
+TEST_P(FixtureTokenizer, StreamingDecodeAfterAContextReturnsOnlyTheContinuation) {
+  const std::string dir = fixture_tokenizer_dir(GetParam());
+  const Tokenizer& tokenizer = fixture_tokenizer(GetParam());
+  const auto reference =
+      nlohmann::json::parse(read_test_file(dir + "/reference_tokenizations.json"));
+  for (const auto& c : reference.at("cases")) {
+    const auto ids = c.at("ids_with_special_tokens").get<std::vector<TokenId>>();
+    for (size_t split = 1; split < ids.size(); ++split) {
+      const std::span<const TokenId> context = std::span(ids).first(split);
+      const std::string before = tokenizer.decode(context, true), all = tokenizer.decode(ids, true);
+      // Where a later id changes the context's text (completes a character it began) there is
+      // no continuation to compare with.
+      if (!all.starts_with(before)) continue;
+      StreamDecoder stream(tokenizer, true, context);
+      std::string streamed;
+      for (size_t i = split; i < ids.size(); ++i) streamed += stream.step(ids[i]);
+      streamed += stream.finish();
+      EXPECT_EQ(streamed, all.substr(before.size())) << c.at("text") << " split " << split;
+    }
+  }
+}
+
+TEST(StreamDecoder, AContextEndingInAnInvalidByteGroupNeverStallsTheStream) {
+  const Tokenizer& tokenizer = fixture_tokenizer("tokenizer-llama2");
+  const auto id = [&](const char* token) { return *tokenizer.token_to_id(token); };
+  // "!Fk" then a stray continuation byte: the group is invalid, five U+FFFD once <0x64> joins.
+  const std::vector<TokenId> context = {id("<0x21>"), id("<0x46>"), id("<0x6B>"), id("<0x90>")};
+  const std::vector<TokenId> generated = {id("<0x64>"), id("▁the"), id("▁cat")};
+  std::vector<TokenId> all = context;
+  all.insert(all.end(), generated.begin(), generated.end());
+  const std::string before = tokenizer.decode(context, true), after = tokenizer.decode(all, true);
+  ASSERT_TRUE(after.starts_with(before));
+  StreamDecoder stream(tokenizer, true, context);
+  std::string streamed;
+  for (TokenId t : generated) streamed += stream.step(t);
+  EXPECT_EQ(streamed, after.substr(before.size()));
+  EXPECT_EQ(streamed + stream.finish(), "\xEF\xBF\xBD the cat");
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTokenizer, testing::ValuesIn(fixture_tokenizer_names()),
                          [](const auto& info) {
                            std::string name = info.param;

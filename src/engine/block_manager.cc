@@ -27,6 +27,40 @@ uint64_t block_hash(uint64_t parent_hash, std::span<const TokenId> tokens) {
   return h;
 }
 
+BlockIndex::BlockIndex(int64_t max_entries) {
+  size_t size = 1;
+  while (size < static_cast<size_t>(max_entries) * 2) size *= 2;
+  slots_.resize(size);
+  mask_ = size - 1;
+}
+
+int32_t BlockIndex::find(uint64_t hash) const {
+  for (size_t i = home(hash); slots_[i].block >= 0; i = (i + 1) & mask_)
+    if (slots_[i].hash == hash) return slots_[i].block;
+  return -1;
+}
+
+void BlockIndex::insert(uint64_t hash, int32_t block) {
+  size_t i = home(hash);
+  while (slots_[i].block >= 0) i = (i + 1) & mask_;
+  slots_[i] = {hash, block};
+}
+
+void BlockIndex::erase(uint64_t hash) {
+  size_t hole = home(hash);
+  while (slots_[hole].hash != hash || slots_[hole].block < 0) hole = (hole + 1) & mask_;
+  // Backward shift: an entry after the hole moves into it unless its home lies cyclically in
+  // (hole, its slot], where a lookup starting at its home would still reach it.
+  for (size_t j = (hole + 1) & mask_; slots_[j].block >= 0; j = (j + 1) & mask_) {
+    const size_t k = home(slots_[j].hash);
+    const bool stays = hole <= j ? (hole < k && k <= j) : (hole < k || k <= j);
+    if (stays) continue;
+    slots_[hole] = slots_[j];
+    hole = j;
+  }
+  slots_[hole].block = -1;
+}
+
 BlockManager::BlockManager(int64_t num_blocks, int64_t block_size, bool prefix_caching)
     : block_size_(block_size), prefix_caching_(prefix_caching) {
   if (num_blocks <= 0 || num_blocks > INT32_MAX)
@@ -34,26 +68,33 @@ BlockManager::BlockManager(int64_t num_blocks, int64_t block_size, bool prefix_c
   if (block_size <= 0)
     throw Error("BlockManager: block size " + std::to_string(block_size) + " must be positive");
   blocks_.resize(num_blocks);
+  if (prefix_caching) {
+    cached_ = BlockIndex(num_blocks);
+    block_tokens_.resize(static_cast<size_t>(num_blocks * block_size));
+  }
   for (int32_t b = 0; b < num_blocks; ++b) queue_push_back(b);
+}
+
+std::span<const TokenId> BlockManager::tokens_of(int32_t block) const {
+  return std::span(block_tokens_)
+      .subspan(static_cast<size_t>(block * block_size_), static_cast<size_t>(block_size_));
 }
 
 bool BlockManager::is_cached(int32_t block) const {
   const Block& b = blocks_[block];
-  if (!b.hashed) return false;
-  auto it = cached_.find(b.hash);
-  return it != cached_.end() && it->second == block;
+  return b.hashed && cached_.find(b.hash) == block;
 }
 
 int32_t BlockManager::lookup(uint64_t parent_hash, uint64_t hash,
                              std::span<const TokenId> tokens) const {
-  auto it = cached_.find(hash);
-  if (it == cached_.end()) return -1;
-  const Block& b = blocks_[it->second];
+  const int32_t block = cached_.find(hash);
+  if (block < 0) return -1;
   // A hash collision must never hand out somebody else's keys and values.
-  if (b.parent_hash != parent_hash ||
-      !std::equal(tokens.begin(), tokens.end(), b.tokens.begin(), b.tokens.end()))
+  const std::span<const TokenId> cached = tokens_of(block);
+  if (blocks_[block].parent_hash != parent_hash ||
+      !std::equal(tokens.begin(), tokens.end(), cached.begin(), cached.end()))
     return -1;
-  return it->second;
+  return block;
 }
 
 PrefixHit BlockManager::find_prefix(std::span<const TokenId> tokens) const {
@@ -107,13 +148,15 @@ void BlockManager::cache_full_blocks(BlockTable& table, std::span<const TokenId>
     table.hashes.push_back(h);
     // The same tokens computed by two sequences at once: the first registered copy is the one
     // found; the other stays private to its sequence.
-    if (cached_.count(h)) continue;
-    Block& b = blocks_[table.blocks[i]];
+    if (cached_.find(h) >= 0) continue;
+    const int32_t block = table.blocks[i];
+    Block& b = blocks_[block];
     b.hashed = true;
     b.hash = h;
     b.parent_hash = parent;
-    b.tokens.assign(block_tokens.begin(), block_tokens.end());
-    cached_.emplace(h, table.blocks[i]);
+    std::copy(block_tokens.begin(), block_tokens.end(),
+              block_tokens_.begin() + static_cast<ptrdiff_t>(block * block_size_));
+    cached_.insert(h, block);
   }
 }
 
@@ -131,10 +174,8 @@ void BlockManager::free(BlockTable& table) {
 void BlockManager::evict(int32_t block) {
   Block& b = blocks_[block];
   if (!b.hashed) return;
-  auto it = cached_.find(b.hash);
-  if (it != cached_.end() && it->second == block) cached_.erase(it);
+  if (cached_.find(b.hash) == block) cached_.erase(b.hash);
   b.hashed = false;
-  b.tokens.clear();
 }
 
 void BlockManager::queue_push_back(int32_t block) {

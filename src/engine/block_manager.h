@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "dq4/tokenizer/tokenizer.h"
@@ -19,6 +18,26 @@ namespace dq4::engine {
 struct BlockTable {
   std::vector<int32_t> blocks;
   std::vector<uint64_t> hashes;  // of blocks[0, hashes.size()): the full blocks hashed so far
+};
+
+// hash -> block of the cached blocks: open addressing with linear probing over a table fixed at
+// construction (at least twice as many slots as entries can be), so that registering a block
+// never allocates.
+class BlockIndex {
+ public:
+  explicit BlockIndex(int64_t max_entries = 0);
+  int32_t find(uint64_t hash) const;          // -1: absent
+  void insert(uint64_t hash, int32_t block);  // `hash` must be absent
+  void erase(uint64_t hash);                  // `hash` must be present
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    int32_t block = -1;  // -1: empty
+  };
+  size_t home(uint64_t hash) const { return static_cast<size_t>(hash) & mask_; }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
 };
 
 // Cached full blocks matching the start of a sequence's tokens, not yet taken.
@@ -60,9 +79,10 @@ class BlockManager {
     int32_t refs = 0;
     bool hashed = false;
     uint64_t hash = 0, parent_hash = 0;
-    std::vector<TokenId> tokens;   // what the hash stands for: checked on every hit
     int32_t prev = -1, next = -1;  // free queue links, while refs == 0
   };
+  // What a hashed block's hash stands for, checked on every hit: its tokens.
+  std::span<const TokenId> tokens_of(int32_t block) const;
   int32_t lookup(uint64_t parent_hash, uint64_t hash, std::span<const TokenId> tokens) const;
   void queue_push_back(int32_t block);
   void queue_remove(int32_t block);
@@ -74,7 +94,8 @@ class BlockManager {
   std::vector<Block> blocks_;
   int32_t head_ = -1, tail_ = -1;  // free queue: least recently freed at the head
   int64_t free_count_ = 0;
-  std::unordered_map<uint64_t, int32_t> cached_;  // hash -> block
+  BlockIndex cached_;
+  std::vector<TokenId> block_tokens_;  // block_size per block, with prefix caching
 };
 
 // The hash of a full block given its parent's (kRootHash for the first block).

@@ -13,11 +13,10 @@ constexpr size_t kContextTokens = 8;
 
 ChoiceText::ChoiceText(const Tokenizer& tokenizer, std::span<const TokenId> prompt,
                        bool skip_special_tokens, std::vector<std::string> stop, bool include_stop)
-    : decoder_(tokenizer, skip_special_tokens),
+    : decoder_(tokenizer, skip_special_tokens,
+               prompt.last(std::min(prompt.size(), kContextTokens))),
       stop_(std::move(stop)),
-      include_stop_(include_stop) {
-  for (TokenId id : prompt.last(std::min(prompt.size(), kContextTokens))) decoder_.step(id);
-}
+      include_stop_(include_stop) {}
 
 std::string ChoiceText::add(TokenId id, bool check_stop) {
   if (stop_string_) return {};

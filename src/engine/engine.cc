@@ -37,15 +37,34 @@ SamplingParams choice_sampling(const SamplingParams& params, int index) {
 namespace engine {
 
 struct Choice {
-  Choice(const Tokenizer& tokenizer, const Request& request, uint64_t request_id, int index)
+  Choice(const Tokenizer& tokenizer, const Request& request, uint64_t request_id, int index,
+         const EngineOptions& options)
       : sampler(choice_sampling(request.sampling, index)),
         text(tokenizer, request.prompt, request.skip_special_tokens, request.stop,
              request.include_stop_str_in_output) {
     seq.request_id = request_id;
     seq.choice = index;
-    seq.tokens = request.prompt;
-    seq.prompt_len = static_cast<int64_t>(request.prompt.size());
+    // Room for every token the choice may reach, so that its decode steps never grow these.
+    const auto prompt = static_cast<int64_t>(request.prompt.size());
+    const int64_t capacity = std::min(options.max_model_len,
+                                      prompt + request.max_tokens.value_or(options.max_model_len));
+    const int64_t blocks = (capacity + options.block_size - 1) / options.block_size;
+    seq.tokens.reserve(static_cast<size_t>(capacity));
+    seq.tokens.assign(request.prompt.begin(), request.prompt.end());
+    seq.blocks.blocks.reserve(static_cast<size_t>(blocks));
+    seq.blocks.hashes.reserve(static_cast<size_t>(blocks));
+    seq.prompt_len = prompt;
     delta.index = index;
+  }
+  // The next event's delta starts empty, keeping the buffers it has.
+  void clear_delta() {
+    delta.index = seq.choice;
+    delta.token_ids.clear();
+    delta.logprobs.clear();
+    delta.text.clear();
+    delta.finish_reason.reset();
+    delta.stop_string.reset();
+    delta.stop_token.reset();
   }
   int64_t generated() const { return static_cast<int64_t>(seq.tokens.size()) - seq.prompt_len; }
 
@@ -70,6 +89,9 @@ struct RequestState {
   int finished = 0;             // choices finished
   Usage usage;
   std::optional<std::string> error;
+  // The event handed to on_output, kept for the next one: its buffers are reused unless the
+  // callback moves them away.
+  RequestOutput event;
 };
 
 }  // namespace engine
@@ -90,6 +112,7 @@ struct Engine::Impl {
   void run_loop();
   bool take_inbox();
   void run_batch(const std::vector<engine::ScheduledChunk>& chunks);
+  bool gather_event(RequestState& r);
   // A sampled row's outcome: draw() computes it (rows in parallel: each touches only its own
   // choice's sampler and row), commit() applies it to the request (one at a time).
   struct Draw {
@@ -114,8 +137,19 @@ struct Engine::Impl {
 
   // Touched by the stepping thread only.
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests;
-  std::vector<float> logits;
   EngineStats live;
+  // A step's working buffers, kept across steps (sized for max_num_seqs up front, the logits
+  // for the most rows sampled so far): a decode step allocates nothing.
+  struct Row {
+    RequestState* r;
+    Choice* c;
+  };
+  std::vector<float> logits;
+  std::vector<SequenceInput> batch;
+  std::vector<Row> sampled;
+  std::vector<Draw> draws;
+  std::vector<RequestState*> events;
+  std::vector<std::unique_ptr<RequestState>> done;
 
   std::mutex mutex;  // guards what other threads hand to the stepping thread
   std::condition_variable wake;
@@ -160,11 +194,18 @@ Engine::Impl::Impl(std::unique_ptr<EngineModel> owned, const Tokenizer& tok,
   }
   options.kv_blocks = num_blocks;
   cache = KvCache(model->kv_shape(num_blocks, options.block_size, options.kv_type));
-  cache.prefault(model->pool() != nullptr ? *model->pool() : ThreadPool::global());
+  if (options.prefault_kv_cache)
+    cache.prefault(model->pool() != nullptr ? *model->pool() : ThreadPool::global());
   blocks = std::make_unique<engine::BlockManager>(num_blocks, options.block_size,
                                                   options.enable_prefix_caching);
   scheduler = std::make_unique<engine::Scheduler>(
       *blocks, engine::SchedulerLimits{options.max_num_seqs, options.max_num_batched_tokens});
+  const auto seqs = static_cast<size_t>(options.max_num_seqs);
+  batch.reserve(seqs);
+  sampled.reserve(seqs);
+  draws.reserve(seqs);
+  events.reserve(seqs);
+  done.reserve(seqs);
   live.kv_blocks_total = num_blocks;
   live.time_to_first_token = engine::make_histogram(engine::ttft_buckets());
   live.time_per_output_token = engine::make_histogram(engine::tpot_buckets());
@@ -203,7 +244,7 @@ uint64_t Engine::Impl::add_request(Request request, OutputCallback on_output) {
                            " requests already wait (max_waiting)");
   state->id = next_id++;
   for (int i = 0; i < request.n; ++i)
-    state->choices.push_back(std::make_unique<Choice>(tokenizer, request, state->id, i));
+    state->choices.push_back(std::make_unique<Choice>(tokenizer, request, state->id, i, options));
   state->request = std::move(request);
   const uint64_t id = state->id;
   inbox.push_back(std::move(state));
@@ -334,15 +375,15 @@ void Engine::Impl::commit(RequestState& r, Choice& c, Draw d, Clock::time_point 
                    std::find(q.stop_token_ids.begin(), q.stop_token_ids.end(), token) !=
                        q.stop_token_ids.end());
   if (stop_token) {
-    c.delta.text += c.text.finish(may_stop);
+    if (q.detokenize) c.delta.text += c.text.finish(may_stop);
     c.delta.stop_token = token;
     finish(r, c, FinishReason::stop, now);
     return;
   }
-  c.delta.text += c.text.add(token, may_stop);
+  if (q.detokenize) c.delta.text += c.text.add(token, may_stop);
   const bool at_length = (q.max_tokens && c.generated() >= *q.max_tokens) ||
                          static_cast<int64_t>(c.seq.tokens.size()) >= options.max_model_len;
-  if (!c.text.stop_string() && at_length) c.delta.text += c.text.finish(may_stop);
+  if (q.detokenize && !c.text.stop_string() && at_length) c.delta.text += c.text.finish(may_stop);
   if (c.text.stop_string()) {
     c.delta.stop_string = c.text.stop_string();
     finish(r, c, FinishReason::stop, now);
@@ -352,8 +393,7 @@ void Engine::Impl::commit(RequestState& r, Choice& c, Draw d, Clock::time_point 
 }
 
 void Engine::Impl::run_batch(const std::vector<engine::ScheduledChunk>& chunks) {
-  std::vector<SequenceInput> batch;
-  batch.reserve(chunks.size());
+  batch.clear();
   int64_t rows = 0;
   const auto started = Clock::now();
   for (const engine::ScheduledChunk& chunk : chunks) {
@@ -389,12 +429,7 @@ void Engine::Impl::run_batch(const std::vector<engine::ScheduledChunk>& chunks) 
   }
   scheduler->complete(chunks);
   const auto now = Clock::now();
-  struct Row {
-    RequestState* r;
-    Choice* c;
-  };
-  std::vector<Row> sampled;
-  sampled.reserve(static_cast<size_t>(rows));
+  sampled.clear();
   for (const engine::ScheduledChunk& chunk : chunks) {
     if (!chunk.sample) continue;
     RequestState& r = owner(*chunk.seq);
@@ -404,44 +439,51 @@ void Engine::Impl::run_batch(const std::vector<engine::ScheduledChunk>& chunks) 
   }
   // Sampling a row of a large vocabulary is not free (more so with logprobs): the rows of a step
   // are drawn on the model's threads, not one after another on this one.
-  std::vector<Draw> draws(sampled.size());
+  draws.resize(sampled.size());
   ThreadPool& pool = model->pool() != nullptr ? *model->pool() : ThreadPool::global();
-  pool.run(static_cast<int64_t>(sampled.size()), [&](int64_t i) {
+  // Captures `this` alone: small enough for std::function to hold without allocating.
+  pool.run(static_cast<int64_t>(sampled.size()), [this](int64_t i) {
     draws[i] = draw(*sampled[i].r, *sampled[i].c, logits.data() + i * vocab);
   });
   for (size_t i = 0; i < sampled.size(); ++i)
     commit(*sampled[i].r, *sampled[i].c, std::move(draws[i]), now);
 }
 
+// Moves the request's new deltas into its event; false when there are none. The event's
+// previous deltas (unless the callback took them) go back to the choices, emptied, so that both
+// sets of buffers are reused.
+bool Engine::Impl::gather_event(RequestState& r) {
+  RequestOutput& out = r.event;
+  size_t count = 0;
+  for (auto& c : r.choices) {
+    if (!c->changed) continue;
+    if (count == out.choices.size()) out.choices.emplace_back();
+    std::swap(out.choices[count++], c->delta);
+    c->clear_delta();
+    c->changed = false;
+  }
+  if (count == 0) return false;
+  out.choices.resize(count);
+  out.request_id = r.id;
+  out.usage = r.usage;
+  out.finished = r.finished == static_cast<int>(r.choices.size());
+  out.error = r.error;
+  return true;
+}
+
 bool Engine::Impl::step() {
   bool worked = take_inbox();
-  const std::vector<engine::ScheduledChunk> chunks = scheduler->schedule();
+  const std::vector<engine::ScheduledChunk>& chunks = scheduler->schedule();
   if (!chunks.empty()) {
     run_batch(chunks);
     worked = true;
   }
   // Events go out after the step's work; finished requests leave the table first.
-  std::vector<std::pair<RequestState*, RequestOutput>> events;
-  std::vector<std::unique_ptr<RequestState>> done;
+  events.clear();
   for (auto it = requests.begin(); it != requests.end();) {
     RequestState& r = *it->second;
-    RequestOutput out;
-    for (auto& c : r.choices) {
-      if (!c->changed) continue;
-      out.choices.push_back(std::move(c->delta));
-      c->delta = ChoiceDelta{};
-      c->delta.index = c->seq.choice;
-      c->changed = false;
-    }
-    const bool finished = r.finished == static_cast<int>(r.choices.size());
-    if (!out.choices.empty()) {
-      out.request_id = r.id;
-      out.usage = r.usage;
-      out.finished = finished;
-      out.error = r.error;
-      events.emplace_back(&r, std::move(out));
-    }
-    if (finished) {
+    if (gather_event(r)) events.push_back(&r);
+    if (r.finished == static_cast<int>(r.choices.size())) {
       done.push_back(std::move(it->second));
       it = requests.erase(it);
     } else {
@@ -449,7 +491,8 @@ bool Engine::Impl::step() {
     }
   }
   publish_stats();
-  for (auto& [r, out] : events) r->on_output(std::move(out));
+  for (RequestState* r : events) r->on_output(std::move(r->event));
+  done.clear();
   return worked;
 }
 

@@ -45,6 +45,7 @@ void Request::validate() const {
           "request: min_tokens " + std::to_string(min_tokens) + " exceeds max_tokens " +
               std::to_string(max_tokens.value_or(0)));
   for (const std::string& s : stop) require(!s.empty(), "request: a stop string is empty");
+  require(detokenize || stop.empty(), "request: stop strings need detokenize (matched on text)");
   require(n >= 1 && n <= 128, "request: n must be in [1, 128], not " + std::to_string(n));
   require(!logprobs || (*logprobs >= 0 && *logprobs <= 20),
           "request: logprobs must be in [0, 20], not " + std::to_string(logprobs.value_or(0)));

@@ -7,7 +7,6 @@
 #include <iterator>
 #include <limits>
 #include <random>
-#include <unordered_map>
 
 #include "dq4/kernels/error.h"
 #include "dq4/layers/ops.h"
@@ -97,23 +96,33 @@ double Sampler::uniform() {
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt,
                         std::span<const int32_t> generated) {
   const auto in_vocab = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < logits.size(); };
-  if (params_.repetition_penalty != 1.0f) {
-    std::vector<bool> seen(logits.size(), false);
+  // Penalties count tokens in counts_ (all zero between calls: each use clears what it set).
+  const bool repetition = params_.repetition_penalty != 1.0f;
+  const bool occurrence = params_.presence_penalty != 0 || params_.frequency_penalty != 0;
+  if ((repetition || occurrence) && counts_.size() != logits.size())
+    counts_.assign(logits.size(), 0);
+  if (repetition) {
     for (auto ids : {prompt, generated})
       for (int32_t t : ids)
-        if (in_vocab(t) && !seen[static_cast<size_t>(t)]) {
-          seen[static_cast<size_t>(t)] = true;
+        if (in_vocab(t) && counts_[static_cast<size_t>(t)] == 0) {
+          counts_[static_cast<size_t>(t)] = 1;
           float& v = logits[static_cast<size_t>(t)];
           v = v > 0 ? v / params_.repetition_penalty : v * params_.repetition_penalty;
         }
+    for (auto ids : {prompt, generated})
+      for (int32_t t : ids)
+        if (in_vocab(t)) counts_[static_cast<size_t>(t)] = 0;
   }
-  if (params_.presence_penalty != 0 || params_.frequency_penalty != 0) {
-    std::unordered_map<int32_t, int> counts;
+  if (occurrence) {
     for (int32_t t : generated)
-      if (in_vocab(t)) ++counts[t];
-    for (const auto& [t, n] : counts)
+      if (in_vocab(t)) ++counts_[static_cast<size_t>(t)];
+    for (int32_t t : generated) {
+      if (!in_vocab(t) || counts_[static_cast<size_t>(t)] == 0) continue;
       logits[static_cast<size_t>(t)] -=
-          params_.presence_penalty + params_.frequency_penalty * static_cast<float>(n);
+          params_.presence_penalty +
+          params_.frequency_penalty * static_cast<float>(counts_[static_cast<size_t>(t)]);
+      counts_[static_cast<size_t>(t)] = 0;
+    }
   }
   if (params_.temperature == 0) return argmax(logits);
 
@@ -122,7 +131,10 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
   const size_t vocab = logits.size();
   const float inv_t = 1.0f / params_.temperature;
   const float max = max_logit(logits);
-  weights_.resize(vocab);
+  if (weights_.size() != vocab) {
+    weights_.resize(vocab);
+    order_.reserve(vocab);  // never grown later, in a step
+  }
   ops::exp_scaled(logits.data(), static_cast<int64_t>(vocab), max, inv_t, weights_.data());
   for (float& w : weights_) w = w >= 0 ? w : 0.0f;  // a NaN logit never wins
 

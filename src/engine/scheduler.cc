@@ -5,7 +5,12 @@
 namespace dq4::engine {
 
 Scheduler::Scheduler(BlockManager& blocks, const SchedulerLimits& limits)
-    : blocks_(blocks), limits_(limits) {}
+    : blocks_(blocks), limits_(limits) {
+  const auto seqs = static_cast<size_t>(limits.max_num_seqs);
+  running_.reserve(seqs);
+  chunks_.reserve(seqs);
+  order_.reserve(seqs);
+}
 
 void Scheduler::add(Sequence* seq) {
   seq->state = Sequence::State::waiting;
@@ -50,14 +55,15 @@ bool Scheduler::schedule_running(Sequence* seq, std::vector<ScheduledChunk>& chu
   return true;
 }
 
-std::vector<ScheduledChunk> Scheduler::schedule() {
-  std::vector<ScheduledChunk> chunks;
+const std::vector<ScheduledChunk>& Scheduler::schedule() {
+  std::vector<ScheduledChunk>& chunks = chunks_;
+  chunks.clear();
   int64_t budget = limits_.max_num_batched_tokens;
   const uint64_t preemptions_before = preemptions_;
   // Decode tokens first, so that prompts never stall the sequences already generating.
   for (bool decode : {true, false}) {
-    std::vector<Sequence*> order = running_;  // preemption edits running_
-    for (Sequence* seq : order) {
+    order_.assign(running_.begin(), running_.end());
+    for (Sequence* seq : order_) {
       if (budget == 0) break;
       if (seq->state != Sequence::State::running || (seq->pending() == 1) != decode) continue;
       schedule_running(seq, chunks, budget);

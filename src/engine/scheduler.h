@@ -35,7 +35,8 @@ class Scheduler {
   void add(Sequence* seq);     // to the back of the waiting queue
   void remove(Sequence* seq);  // finished or aborted: out of its queue, blocks freed
 
-  std::vector<ScheduledChunk> schedule();
+  // The next step's chunks; valid until the next call.
+  const std::vector<ScheduledChunk>& schedule();
   // After the step's forward: the chunks' tokens are in the cache.
   void complete(const std::vector<ScheduledChunk>& chunks);
 
@@ -55,6 +56,9 @@ class Scheduler {
   SchedulerLimits limits_;
   std::vector<Sequence*> running_;  // in admission order: the back is the youngest
   std::deque<Sequence*> waiting_;
+  // schedule()'s: kept across steps (at most max_num_seqs each), so that it allocates nothing.
+  std::vector<ScheduledChunk> chunks_;
+  std::vector<Sequence*> order_;  // running_ as the step began (preemption edits running_)
   uint64_t preemptions_ = 0, prefix_queries_ = 0, prefix_hits_ = 0;
 };
 

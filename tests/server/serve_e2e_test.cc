@@ -202,6 +202,52 @@ TEST_F(ServeEndToEnd, ConcurrentStreamsEqualTheSameRequestsAlone) {
   }
 }
 
+// `dq4 generate` runs the engine the server runs: the same request gives the same text, finish
+// and stop reason, and the same tokens (their logprobs), whatever it asks for.
+TEST_F(ServeEndToEnd, GenerateAndTheServerAgree) {
+  struct Case {
+    std::string options;
+    json fields;
+  };
+  const std::vector<Case> cases = {
+      {"--temp 0", {{"temperature", 0}}},
+      {"--temp 0.9 --top-k 20 --top-p 0.9 --min-p 0.05 --seed 7",
+       {{"temperature", 0.9}, {"top_k", 20}, {"top_p", 0.9}, {"min_p", 0.05}, {"seed", 7}}},
+      {"--temp 0.8 --top-k 0 --top-p 1 --min-p 0 --seed 3 --repeat-penalty 1.3 "
+       "--presence-penalty 0.5 --frequency-penalty 0.7",
+       {{"temperature", 0.8},
+        {"seed", 3},
+        {"repetition_penalty", 1.3},
+        {"presence_penalty", 0.5},
+        {"frequency_penalty", 0.7}}},
+      {"--temp 0 --stop Lily --stop 'was a' --include-stop-str-in-output",
+       {{"temperature", 0}, {"stop", {"Lily", "was a"}}, {"include_stop_str_in_output", true}}},
+      {"--temp 0 --stop-token-ids 432 --min-tokens 6",
+       {{"temperature", 0}, {"stop_token_ids", {432}}, {"min_tokens", 6}}},
+      {"--temp 0 --ignore-eos --no-skip-special-tokens",
+       {{"temperature", 0}, {"ignore_eos", true}, {"skip_special_tokens", false}}}};
+  for (const std::string& prompt : {kPrompts[0], kPrompts[2]})
+    for (const Case& c : cases) {
+      SCOPED_TRACE(prompt + ": " + c.options);
+      const CliResult cli = run_dq4("generate -m " + shell_quote(model_dir()) + " -p '" + prompt +
+                                    "' -n 48 --threads 1 --json --logprobs 0 " + c.options);
+      ASSERT_EQ(cli.exit_code, 0) << cli.err;
+      const json mine = json::parse(cli.out);
+      json body = c.fields;
+      body.update({{"model", "stories"}, {"prompt", prompt}, {"max_tokens", 48}, {"logprobs", 0}});
+      const HttpReply reply = post(port(), "/v1/completions", body.dump());
+      ASSERT_EQ(reply.status, 200) << reply.body;
+      const json served = json::parse(reply.body)["choices"][0];
+      EXPECT_EQ(mine["text"], served["text"]);
+      EXPECT_EQ(mine["finish_reason"], served["finish_reason"]);
+      EXPECT_EQ(mine["stop_reason"], served["stop_reason"]);
+      const json& logprobs = served["logprobs"]["token_logprobs"];
+      ASSERT_EQ(mine["logprobs"].size(), logprobs.size());
+      for (size_t i = 0; i < logprobs.size(); ++i)
+        EXPECT_EQ(mine["logprobs"][i]["logprob"], logprobs[i]) << "token " << i;
+    }
+}
+
 TEST_F(ServeEndToEnd, DisconnectedClientsGiveTheirBlocksBack) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 8; ++i)

@@ -5,17 +5,27 @@
 
 #include "args.h"
 #include "commands.h"
-#include "dq4/engine/session.h"
+#include "dq4/engine/offline_engine.h"
 #include "dq4/kernels/error.h"
 #include "model_options.h"
 #include "progress.h"
 #include "prompt.h"
-#include "sampling_options.h"
+#include "request_options.h"
 
 namespace dq4::cli {
 namespace {
 
 double per_second(int64_t count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
+
+nlohmann::json logprobs_json(const std::vector<TokenLogprobs>& logprobs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TokenLogprobs& t : logprobs) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const TokenLogprob& k : t.top) top.push_back({{"id", k.token}, {"logprob", k.logprob}});
+    out.push_back({{"id", t.chosen.token}, {"logprob", t.chosen.logprob}, {"top", top}});
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -26,49 +36,66 @@ int run_generate(int argc, char** argv, int first) {
             "time to first token, load time and peak memory on stderr (--json: one object).");
   declare_model_options(args);
   declare_prompt_options(args);
-  declare_sampling_options(args);
+  declare_request_options(args);
+  args.option("logprobs", "N", "with --json: each token's logprob and the N most likely (0-20)");
   args.option("ctx", "N", "context size in tokens (prompt + output)", "4096");
   args.option("json", "", "print one JSON object (ids, text, speeds) instead of streaming");
   if (!args.parse(argc, argv, first)) return 0;
-  const SamplingParams sampling = sampling_params(args);
   const bool json = args.flag("json");
+  std::optional<int> logprobs;
+  if (!args.value("logprobs").empty()) {
+    if (!json) throw Error("option --logprobs: needs --json");
+    const int64_t k = args.integer("logprobs");
+    if (k < 0 || k > 20) throw Error("option --logprobs: must be in [0, 20]");
+    logprobs = static_cast<int>(k);
+  }
+  Request request = request_options(args);
+  request.logprobs = logprobs;
+  const int64_t ctx = args.integer("ctx");
+  if (ctx <= 0) throw Error("option --ctx: must be positive");
 
   LoadedModel loaded = load_model(args, /*need_tokenizer=*/true, /*quiet=*/json);
   const Model& model = *loaded.model;
-  const StopConditions stop = stop_conditions(args, model);
-  const std::vector<int32_t> prompt = prompt_ids(args, *loaded.tokenizer);
+  check_stop_token_ids(request, model);
+  std::vector<TokenId> prompt = prompt_ids(args, *loaded.tokenizer);
   if (prompt.empty()) throw Error("the prompt is empty");
-  const int64_t ctx = args.integer("ctx");
-  if (ctx <= 0) throw Error("option --ctx: must be positive");
-  if (static_cast<int64_t>(prompt.size()) > std::min(ctx, model.max_context()))
-    throw Error("the prompt has " + std::to_string(prompt.size()) +
-                " tokens, more than the context of " +
-                std::to_string(std::min(ctx, model.max_context())) + " tokens (--ctx)");
-
-  Session session(*loaded.model, ctx, kv_type_option(args), 512, &loaded.threads());
-  const auto stream = [&](std::string_view text) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
+  OfflineEngine engine(*loaded.model, *loaded.tokenizer,
+                       offline_engine_options(ctx, model, kv_type_option(args)), &loaded.threads());
+  set_prompt(request, std::move(prompt), engine.options().max_model_len);
+  const auto stream = [](const ChoiceDelta& d) {
+    std::fwrite(d.text.data(), 1, d.text.size(), stdout);
     std::fflush(stdout);
   };
-  const GenerationResult r = generate(session, *loaded.tokenizer, prompt, sampling, stop,
-                                      json ? std::function<void(std::string_view)>() : stream);
-  const double prompt_tps = per_second(r.prompt_tokens_computed, r.prompt_seconds);
-  const int64_t decoded =
-      r.generated_ids.empty() ? 0 : static_cast<int64_t>(r.generated_ids.size()) - 1;
+  const GenerationOutput r =
+      engine.generate(std::move(request), json ? OfflineEngine::DeltaCallback() : stream);
+  // The token that ended the output (EOS, --stop-token-ids) is reported as the stop reason, not
+  // among the generated ids.
+  std::vector<TokenId> generated = r.token_ids;
+  if (r.stop_token) generated.pop_back();
+  const int64_t prompt_computed =
+      static_cast<int64_t>(r.prompt_ids.size()) - r.cached_prompt_tokens;
+  const double prompt_tps = per_second(prompt_computed, r.prompt_seconds);
+  const int64_t decoded = r.token_ids.empty() ? 0 : static_cast<int64_t>(r.token_ids.size()) - 1;
   const double decode_tps = per_second(decoded, r.decode_seconds);
   const double peak_mb = static_cast<double>(peak_rss_bytes()) / 1e6;
+  const char* finish = to_string(r.finish_reason);
   if (json) {
+    nlohmann::json stop_reason = nullptr;
+    if (r.stop_string) stop_reason = *r.stop_string;
+    if (r.stop_token) stop_reason = *r.stop_token;
     nlohmann::json out = {{"prompt_ids", r.prompt_ids},
-                          {"generated_ids", r.generated_ids},
+                          {"generated_ids", generated},
                           {"text", r.text},
-                          {"finish_reason", r.finish_reason},
+                          {"finish_reason", finish},
+                          {"stop_reason", stop_reason},
                           {"prompt_tokens", r.prompt_ids.size()},
-                          {"completion_tokens", r.generated_ids.size()},
+                          {"completion_tokens", generated.size()},
                           {"prompt_tokens_per_s", prompt_tps},
                           {"decode_tokens_per_s", decode_tps},
                           {"ttft_ms", r.prompt_seconds * 1e3},
                           {"load_s", model.load_report().seconds},
                           {"peak_rss_mb", peak_mb}};
+    if (logprobs) out["logprobs"] = logprobs_json(r.logprobs);
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }
@@ -76,9 +103,8 @@ int run_generate(int argc, char** argv, int first) {
   std::fprintf(stderr,
                "\nprompt: %zu tokens, %.1f tokens/s | decode: %zu tokens, %.1f tokens/s | time to "
                "first token %.1f ms | load %.2f s | peak RSS %.1f MB | finish: %s\n",
-               r.prompt_ids.size(), prompt_tps, r.generated_ids.size(), decode_tps,
-               r.prompt_seconds * 1e3, model.load_report().seconds, peak_mb,
-               r.finish_reason.c_str());
+               r.prompt_ids.size(), prompt_tps, generated.size(), decode_tps,
+               r.prompt_seconds * 1e3, model.load_report().seconds, peak_mb, finish);
   return 0;
 }
 

@@ -38,6 +38,10 @@ struct EngineOptions {
   int64_t kv_blocks = 0;
   size_t kv_cache_memory = size_t{1} << 30;
   attention::KvType kv_type = attention::KvType::f32;
+  // Maps the whole pool's pages up front, so that no step waits for page faults. Off: pages are
+  // mapped as sequences first write them (one short conversation in a large context touches
+  // little of it, and the process's resident memory says so).
+  bool prefault_kv_cache = true;
   bool enable_prefix_caching = true;
   // Requests waiting for admission at most; add_request throws EngineOverloaded beyond it.
   int64_t max_waiting = 1024;
@@ -66,6 +70,7 @@ struct Request {
   bool ignore_eos = false;              // keep going past the model's EOS ids
   bool include_stop_str_in_output = false;
   bool skip_special_tokens = true;  // of the detokenized text
+  bool detokenize = true;           // false: token ids only, no text (and so no stop strings)
   int n = 1;                        // independent choices sharing the prompt
   // Per generated token: nullopt = no logprobs, k = the token's logprob and the k most likely
   // tokens' (k = 0: the token's only).

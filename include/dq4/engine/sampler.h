@@ -49,8 +49,10 @@ class Sampler {
   SamplingParams params_;
   uint64_t state_[4];  // xoshiro256** state
   double uniform();    // [0, 1)
+  // Working buffers of a vocabulary's size, kept across calls (a step allocates nothing).
   std::vector<int32_t> order_;
   std::vector<float> weights_;
+  std::vector<int32_t> counts_;  // token occurrences, for the penalties
 };
 
 // log(sum exp(logits)) of a row of raw logits (NaNs ignored).

@@ -1,19 +1,13 @@
 #pragma once
-// One sequence and its own KV cache: what `dq4 generate`, `chat`, `perplexity` and `bench model`
-// run (the server's engine shares one cache among many sequences instead). Tokens are fed in
-// prefill chunks; the cache is kept across calls, so a chat's next turn only computes its new
-// tokens.
+// One sequence and its own KV cache, fed by hand: the raw forward passes `dq4 perplexity` and
+// `bench model` time and score (generation runs on the Engine: dq4/engine/offline_engine.h).
+// Tokens are fed in prefill chunks; the cache is kept across calls.
 
 #include <cstdint>
-#include <functional>
-#include <optional>
 #include <span>
-#include <string>
 #include <vector>
 
-#include "dq4/engine/sampler.h"
 #include "dq4/model/model.h"
-#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4 {
 
@@ -48,29 +42,5 @@ class Session {
   std::vector<int32_t> tokens_;
   std::vector<float> logits_;
 };
-
-// When generation stops.
-struct StopConditions {
-  int64_t max_tokens = 256;
-  std::vector<std::string> stop_strings;  // the text is cut before the first one found
-  std::vector<int32_t> stop_ids;          // usually the model's eos ids
-};
-
-struct GenerationResult {
-  std::vector<int32_t> prompt_ids, generated_ids;
-  std::string text;           // the generated text (without a stop string that ended it)
-  std::string finish_reason;  // "stop" (eos id or stop string), "length" (max tokens or context)
-  double prompt_seconds = 0;  // prefill of the new prompt tokens, first token sampled
-  double decode_seconds = 0;  // every later token
-  int64_t prompt_tokens_computed = 0;  // prompt tokens not already in the cache
-};
-
-// Generates from `prompt` after what the session holds (reusing the common prefix), streaming
-// each new piece of text to `on_text` (never a broken UTF-8 character; text that may still turn
-// into a stop string is held back until it cannot).
-GenerationResult generate(Session& session, const Tokenizer& tokenizer,
-                          std::span<const int32_t> prompt, const SamplingParams& sampling,
-                          const StopConditions& stop,
-                          const std::function<void(std::string_view)>& on_text = {});
 
 }  // namespace dq4

@@ -12,6 +12,7 @@
 // is a kept token whose text is not empty. (A decoder after Fuse whose pattern spans more than
 // the window's first token, e.g. a long multi-token Replace, is the one case this cannot see.)
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,12 @@ namespace dq4 {
 
 class StreamDecoder {
  public:
-  // `tokenizer` must outlive the decoder.
-  StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens);
+  // `tokenizer` must outlive the decoder. `context`: ids that come before the first step()'s
+  // (e.g. a prompt's last ones), decoded as context only: their text is not returned, unless
+  // later ids change it (complete a character the context began, or make its trailing
+  // byte-fallback group invalid): then what they changed is.
+  StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens,
+                std::span<const TokenId> context = {});
 
   // The text that `id` completes; empty while a character is still incomplete.
   std::string step(TokenId id);
@@ -31,12 +36,16 @@ class StreamDecoder {
 
  private:
   bool kept(TokenId id) const;  // not left out of decode()
+  // What decoding the window to `text` adds to what was returned.
+  std::string new_text(const std::string& text);
 
   const Tokenizer* tokenizer_;
   bool skip_special_tokens_;
   std::vector<TokenId> window_;  // the ids from the window's start
   size_t read_ = 0;              // window_[0, read_) decode to prefix_, all of it returned
   std::string prefix_;
+  // The context's whole text while its end is not yet in prefix_ (see the constructor).
+  std::string context_text_;
 };
 
 }  // namespace dq4
