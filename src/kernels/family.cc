@@ -68,7 +68,9 @@ std::string requested_kernel(std::string_view family, std::string_view isa_overr
 
 uint8_t* thread_scratch(size_t bytes) {
   thread_local AlignedBuffer buffer;
-  if (buffer.size() < bytes) buffer = AlignedBuffer(bytes);
+  // Grown at least twofold: attention's scratch grows with the context, a little every decode
+  // step, and should not be reallocated every step.
+  if (buffer.size() < bytes) buffer = AlignedBuffer(std::max(bytes, 2 * buffer.size()));
   return buffer.data();
 }
 
