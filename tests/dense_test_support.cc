@@ -180,9 +180,10 @@ float DenseData::weight(const DenseCase& c, int64_t n, int64_t k) const {
 }
 
 std::vector<float> run_dense(const DenseCase& c, const DenseData& d, const dense::Kernel& kernel,
-                             ThreadPool& pool) {
+                             ThreadPool& pool, const std::vector<float>* onto) {
   const dense::PackedWeights packed = dense::pack(d.source(c), kernel, &pool);
-  std::vector<float> y(static_cast<size_t>(c.m * d.ldy), -777.0f);
+  std::vector<float> y =
+      onto != nullptr ? *onto : std::vector<float>(static_cast<size_t>(c.m * d.ldy), -777.0f);
   MatmulArgs args;
   args.m = c.m;
   args.x = d.x.data();
@@ -191,6 +192,7 @@ std::vector<float> run_dense(const DenseCase& c, const DenseData& d, const dense
   args.ldy = d.ldy;
   args.min = c.lo;
   args.max = c.hi;
+  args.accumulate = onto != nullptr;
   args.pool = &pool;
   dense::matmul(packed, args);
   return y;

@@ -42,9 +42,10 @@ struct DenseData {
 };
 DenseData make_dense_data(const DenseCase& c, uint32_t seed = 1);
 
-// Runs pack + matmul with `kernel` on `pool`; returns y [m, ldy] (padding filled with a sentinel).
+// Runs pack + matmul with `kernel` on `pool`; returns y [m, ldy] (padding filled with a sentinel),
+// or with `onto` ([m, ldy]) the matmul accumulated into a copy of it (MatmulArgs::accumulate).
 std::vector<float> run_dense(const DenseCase& c, const DenseData& d, const dense::Kernel& kernel,
-                             ThreadPool& pool);
+                             ThreadPool& pool, const std::vector<float>* onto = nullptr);
 
 // sum_k x w + bias in f64, and sum_k |x w| (for error bounds), for output (m, n).
 struct ExactOutput {

@@ -1,10 +1,12 @@
 // Every kernel variant this CPU can run, of every family (W4A8, W4A16, dense), gives output
 // bit-identical (memcmp) to its family's scalar reference for every case of the family's shared
 // list, independent of the number of threads, and never writes the padding between output rows.
-// Dense variants that round activations to bf16 are exact only on f32/f16 weights.
+// Dense variants that round activations to bf16 are exact only on f32/f16 weights. Accumulating
+// into y (MatmulArgs::accumulate), every variant gives old y + its stored output, bit for bit.
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -26,9 +28,9 @@ struct W4A8Family {
   static std::vector<const Kernel*> kernels() { return runnable_kernels(); }
   static std::string name(const Kernel& k) { return std::string(w4a8::family().name(k)); }
   static bool exact_on(const Kernel&, const Case&) { return true; }
-  static std::vector<float> run(const Case& c, const W4A8Data& d, const Kernel& k,
-                                ThreadPool& pool) {
-    return run_w4a8(c, d, k, pool);
+  static std::vector<float> run(const Case& c, const W4A8Data& d, const Kernel& k, ThreadPool& pool,
+                                const std::vector<float>* onto = nullptr) {
+    return run_w4a8(c, d, k, pool, onto);
   }
 };
 
@@ -41,9 +43,9 @@ struct W4A16Family {
   static std::vector<const Kernel*> kernels() { return runnable_w4a16_kernels(); }
   static std::string name(const Kernel& k) { return std::string(w4a16::family().name(k)); }
   static bool exact_on(const Kernel&, const Case&) { return true; }
-  static std::vector<float> run(const Case& c, const W4A8Data& d, const Kernel& k,
-                                ThreadPool& pool) {
-    return run_w4a16(c, d, k, pool);
+  static std::vector<float> run(const Case& c, const W4A8Data& d, const Kernel& k, ThreadPool& pool,
+                                const std::vector<float>* onto = nullptr) {
+    return run_w4a16(c, d, k, pool, onto);
   }
 };
 
@@ -59,8 +61,8 @@ struct DenseFamily {
     return dense::family().exact(k) || c.type != dense::WeightType::bf16;
   }
   static std::vector<float> run(const Case& c, const DenseData& d, const Kernel& k,
-                                ThreadPool& pool) {
-    return run_dense(c, d, k, pool);
+                                ThreadPool& pool, const std::vector<float>* onto = nullptr) {
+    return run_dense(c, d, k, pool, onto);
   }
 };
 
@@ -78,6 +80,40 @@ void expect_every_kernel_bit_exact(const typename Family::Case& c) {
       ASSERT_TRUE(
           same_bits(reference, y, data.ldy,
                     Family::name(*kernel) + " with " + std::to_string(pool->size()) + " threads"));
+    }
+  }
+}
+
+// What y holds before an accumulating matmul: values of the outputs' magnitudes, some zero, in
+// the rows (the padding keeps the runners' sentinel).
+std::vector<float> earlier_output(int64_t m, int64_t n, int64_t ldy) {
+  std::vector<float> y(static_cast<size_t>(m * ldy), -777.0f);
+  std::mt19937 rng(static_cast<uint32_t>(m * 7919 + n));
+  std::uniform_real_distribution<float> value(-4.0f, 4.0f);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t col = 0; col < n; ++col)
+      y[static_cast<size_t>(r * ldy + col)] = (r + col) % 7 == 0 ? 0.0f : value(rng);
+  return y;
+}
+
+template <class Family>
+void expect_every_kernel_accumulates_bit_exact(const typename Family::Case& c) {
+  const auto data = Family::data(c);
+  const std::vector<float> before = earlier_output(c.m, c.n, data.ldy);
+  ThreadPool one(1), three(3);
+  for (const auto* kernel : Family::kernels()) {
+    for (ThreadPool* pool : {&one, &three}) {
+      const auto stored = Family::run(c, data, *kernel, *pool);
+      std::vector<float> expected = before;
+      for (int64_t r = 0; r < c.m; ++r)
+        for (int64_t col = 0; col < c.n; ++col) {
+          const size_t i = static_cast<size_t>(r * data.ldy + col);
+          expected[i] = before[i] + stored[i];
+        }
+      const auto y = Family::run(c, data, *kernel, *pool, &before);
+      ASSERT_TRUE(same_bits(expected, y, data.ldy,
+                            Family::name(*kernel) + " accumulating, with " +
+                                std::to_string(pool->size()) + " threads"));
     }
   }
 }
@@ -105,6 +141,9 @@ class W4A8Exact : public ::testing::TestWithParam<W4A8Case> {};
 TEST_P(W4A8Exact, EveryKernelMatchesReferenceBitForBit) {
   expect_every_kernel_bit_exact<W4A8Family>(GetParam());
 }
+TEST_P(W4A8Exact, EveryKernelAccumulatesItsOutputBitForBit) {
+  expect_every_kernel_accumulates_bit_exact<W4A8Family>(GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(Cases, W4A8Exact, ::testing::ValuesIn(w4a8_cases()), case_name);
 TEST(W4A8Strides, OutputPaddingBetweenRowsIsUntouched) {
   expect_output_padding_untouched<W4A8Family>();
@@ -114,6 +153,9 @@ class W4A16Exact : public ::testing::TestWithParam<W4A8Case> {};
 TEST_P(W4A16Exact, EveryKernelMatchesReferenceBitForBit) {
   expect_every_kernel_bit_exact<W4A16Family>(GetParam());
 }
+TEST_P(W4A16Exact, EveryKernelAccumulatesItsOutputBitForBit) {
+  expect_every_kernel_accumulates_bit_exact<W4A16Family>(GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(Cases, W4A16Exact, ::testing::ValuesIn(w4a8_cases()), case_name);
 TEST(W4A16Strides, OutputPaddingBetweenRowsIsUntouched) {
   expect_output_padding_untouched<W4A16Family>();
@@ -122,6 +164,9 @@ TEST(W4A16Strides, OutputPaddingBetweenRowsIsUntouched) {
 class DenseExact : public ::testing::TestWithParam<DenseCase> {};
 TEST_P(DenseExact, EveryExactKernelMatchesReferenceBitForBit) {
   expect_every_kernel_bit_exact<DenseFamily>(GetParam());
+}
+TEST_P(DenseExact, EveryKernelAccumulatesItsOutputBitForBit) {
+  expect_every_kernel_accumulates_bit_exact<DenseFamily>(GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(Cases, DenseExact, ::testing::ValuesIn(dense_cases()), case_name);
 TEST(DenseStrides, OutputPaddingBetweenRowsIsUntouched) {

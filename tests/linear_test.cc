@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +17,7 @@
 
 #include "dq4/io/linear_tensors.h"
 #include "dq4/kernels/dense.h"
+#include "dq4/kernels/thread_pool.h"
 #include "dq4/kernels/w4a16.h"
 #include "dq4/kernels/w4a8.h"
 #include "dq4/model/architecture.h"
@@ -275,6 +277,65 @@ TEST_F(MixedKindsTest, PartsInOutputOrderEqualModulesOneByOne) {
   LinearOptions options;
   options.quantize_dense_group = 32;
   EXPECT_EQ(Linear::load(checkpoint, config_, modules, options).parts().size(), 1u);
+}
+
+// One forward() of several parts is one pool job: `before` makes the input rows, the product is
+// added to what y holds (accumulate), `after` sees its rows' outputs complete.
+TEST_F(MixedKindsTest, OnePassRunsRowWorkAroundTheProductAndAccumulates) {
+  const Checkpoint checkpoint = Checkpoint::open_dir(dir_.path());
+  const std::vector<LinearModule> modules = {
+      {"q", 48, kK, false}, {"k", 16, kK, false}, {"v", 16, kK, true}};
+  const Linear linear = Linear::load(checkpoint, config_, modules);
+  const int64_t m = 9, n = linear.out_features();
+  const auto source = random_rows(m, kK, 11);
+  std::vector<float> x_twice(source.size());
+  for (size_t i = 0; i < source.size(); ++i) x_twice[i] = 2.0f * source[i];
+  const auto stored = run(linear, x_twice, m);
+  const auto earlier = random_rows(m, n, 12);
+
+  ThreadPool pool(3);
+  std::vector<float> x(source.size(), NAN), y = earlier;
+  std::vector<std::atomic<int>> made(static_cast<size_t>(m)), finished(static_cast<size_t>(m));
+  std::atomic<int> incomplete{0};
+  const auto before = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t k = 0; k < kK; ++k) x[r * kK + k] = 2.0f * source[r * kK + k];
+      made[r].fetch_add(1);
+    }
+  };
+  const auto after = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      finished[r].fetch_add(1);
+      for (int64_t c = 0; c < n; ++c)
+        if (std::memcmp(&y[r * n + c], &earlier[r * n + c], 4) == 0) incomplete.fetch_add(1);
+    }
+  };
+  const uint64_t jobs = pool.jobs();
+  linear.forward(x.data(), m, kK, y.data(), n, &pool,
+                 {.accumulate = true, .before = before, .after = after});
+  EXPECT_EQ(pool.jobs() - jobs, 1u);
+  for (int64_t r = 0; r < m; ++r) {
+    EXPECT_EQ(made[r].load(), 1) << "row " << r;
+    EXPECT_EQ(finished[r].load(), 1) << "row " << r;
+  }
+  EXPECT_EQ(incomplete.load(), 0);
+  std::vector<float> expected(earlier.size());
+  for (size_t i = 0; i < expected.size(); ++i) expected[i] = earlier[i] + stored[i];
+  expect_same_bits(y, expected);
+
+  // A row that `before` leaves non-finite is the error of the first part's family; nothing runs
+  // after it.
+  const auto poison = [&](int64_t r0, int64_t r1) {
+    before(r0, r1);
+    if (r0 <= 6 && 6 < r1) x[6 * kK + 3] = INFINITY;
+  };
+  finished[0].store(0);
+  expect_error(
+      [&] {
+        linear.forward(x.data(), m, kK, y.data(), n, &pool, {.before = poison, .after = after});
+      },
+      {"w4a8::quantize_activations", "activation row 6"});
+  EXPECT_EQ(finished[0].load(), 0);
 }
 
 TEST_F(MixedKindsTest, ErrorsNameTheModule) {

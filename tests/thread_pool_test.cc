@@ -116,5 +116,79 @@ TEST(ThreadPool, NestedRunExecutesInline) {
 
 TEST(ThreadPool, RejectsZeroThreads) { EXPECT_THROW(ThreadPool(0), Error); }
 
+// Every task of a stage sees everything the stages before it wrote: each task of stage s reads
+// the whole of stage s - 1's output and writes its own slot (no task of a stage waits for
+// another of the same stage).
+TEST(ThreadPoolStages, EachStageSeesEveryTaskOfTheStageBefore) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    constexpr int64_t kTasks = 7;
+    for (int job = 0; job < 300; ++job) {
+      std::vector<int64_t> first(kTasks, 0), second(kTasks, 0), third(kTasks, 0);
+      std::atomic<int> stale{0};
+      auto fill = [&](int64_t i) {
+        int64_t v = i + 1;
+        for (int spin = 0; spin < 200 * static_cast<int>(i + 1); ++spin) v = (v * 31 + 7) % 1009;
+        first[i] = v + 1;  // never 0
+      };
+      auto sum_first = [&](int64_t i) {
+        int64_t total = 0;
+        for (int64_t v : first) {
+          if (v == 0) stale.fetch_add(1);
+          total += v;
+        }
+        second[i] = total + i;
+      };
+      auto check_second = [&](int64_t i) {
+        for (int64_t t = 0; t < kTasks; ++t)
+          if (second[t] == 0) stale.fetch_add(1);
+        third[i] = 1;
+      };
+      const ThreadPool::Stage stages[] = {
+          {kTasks, fill}, {0, fill}, {kTasks, sum_first}, {kTasks, check_second}};
+      pool.run_stages(stages);
+      ASSERT_EQ(stale.load(), 0) << threads << " threads, job " << job;
+      for (int64_t t = 0; t < kTasks; ++t) ASSERT_EQ(third[t], 1);
+    }
+  }
+}
+
+TEST(ThreadPoolStages, AThrowingTaskSkipsTheLaterStages) {
+  ThreadPool pool(3);
+  std::atomic<int> later{0};
+  auto fail = [](int64_t i) {
+    if (i == 2) throw std::runtime_error("stage 0, task 2");
+  };
+  auto count = [&](int64_t) { later.fetch_add(1); };
+  const ThreadPool::Stage stages[] = {{5, fail}, {8, count}};
+  EXPECT_THROW(pool.run_stages(stages), std::runtime_error);
+  EXPECT_EQ(later.load(), 0);
+  std::atomic<int> after{0};
+  pool.run(5, [&](int64_t) { after.fetch_add(1); });  // still usable
+  EXPECT_EQ(after.load(), 5);
+}
+
+TEST(ThreadPoolStages, NegativeTaskCountIsAnError) {
+  ThreadPool pool(2);
+  auto none = [](int64_t) {};
+  const ThreadPool::Stage stages[] = {{2, none}, {-1, none}};
+  EXPECT_THROW(pool.run_stages(stages), Error);
+}
+
+TEST(ThreadPoolJobs, CountsEveryJobWithATaskInlineOrNot) {
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    auto none = [](int64_t) {};
+    EXPECT_EQ(pool.jobs(), 0u);
+    pool.run(4, none);
+    pool.run(1, none);
+    pool.run(0, none);  // nothing to run: no job
+    const ThreadPool::Stage stages[] = {{2, none}, {3, none}};
+    pool.run_stages(stages);
+    pool.run(3, [&](int64_t) { pool.run(2, none); });  // nested: inline, still counted
+    EXPECT_EQ(pool.jobs(), 4u + 3u) << threads << " threads";
+  }
+}
+
 }  // namespace
 }  // namespace dq4

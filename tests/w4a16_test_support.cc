@@ -6,8 +6,9 @@ namespace dq4::test {
 
 template <class Packed>
 std::vector<float> run_w4a16_on(const Packed& packed, const W4A8Case& c, const W4A8Data& d,
-                                ThreadPool& pool) {
-  std::vector<float> y(static_cast<size_t>(c.m * d.ldy), -777.0f);
+                                ThreadPool& pool, const std::vector<float>* onto) {
+  std::vector<float> y =
+      onto != nullptr ? *onto : std::vector<float>(static_cast<size_t>(c.m * d.ldy), -777.0f);
   w4a16::MatmulArgs args;
   args.m = c.m;
   args.x = d.x.data();
@@ -16,18 +17,19 @@ std::vector<float> run_w4a16_on(const Packed& packed, const W4A8Case& c, const W
   args.ldy = d.ldy;
   args.min = c.lo;
   args.max = c.hi;
+  args.accumulate = onto != nullptr;
   args.pool = &pool;
   w4a16::matmul(packed, args);
   return y;
 }
 template std::vector<float> run_w4a16_on(const w4a16::PackedWeights&, const W4A8Case&,
-                                         const W4A8Data&, ThreadPool&);
+                                         const W4A8Data&, ThreadPool&, const std::vector<float>*);
 template std::vector<float> run_w4a16_on(const w4a8::PackedWeights&, const W4A8Case&,
-                                         const W4A8Data&, ThreadPool&);
+                                         const W4A8Data&, ThreadPool&, const std::vector<float>*);
 
 std::vector<float> run_w4a16(const W4A8Case& c, const W4A8Data& d, const w4a16::Kernel& kernel,
-                             ThreadPool& pool) {
-  return run_w4a16_on(w4a16::pack(d.source(c), kernel, &pool), c, d, pool);
+                             ThreadPool& pool, const std::vector<float>* onto) {
+  return run_w4a16_on(w4a16::pack(d.source(c), kernel, &pool), c, d, pool, onto);
 }
 
 std::vector<const w4a16::Kernel*> runnable_w4a16_kernels() {

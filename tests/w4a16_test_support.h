@@ -11,13 +11,14 @@
 
 namespace dq4::test {
 
-// Runs W4A16 pack + matmul with `kernel` on `pool`; returns y [m, ldy] (padding: sentinel -777).
+// Runs W4A16 pack + matmul with `kernel` on `pool`; returns y [m, ldy] (padding: sentinel -777),
+// or with `onto` ([m, ldy]) the matmul accumulated into a copy of it (MatmulArgs::accumulate).
 std::vector<float> run_w4a16(const W4A8Case& c, const W4A8Data& d, const w4a16::Kernel& kernel,
-                             ThreadPool& pool);
+                             ThreadPool& pool, const std::vector<float>* onto = nullptr);
 // matmul() of `packed` (either family's) on the case's activations.
 template <class Packed>
 std::vector<float> run_w4a16_on(const Packed& packed, const W4A8Case& c, const W4A8Data& d,
-                                ThreadPool& pool);
+                                ThreadPool& pool, const std::vector<float>* onto = nullptr);
 
 // The W4A16 kernels of this build that this CPU can run.
 std::vector<const w4a16::Kernel*> runnable_w4a16_kernels();

@@ -254,9 +254,10 @@ float W4A8Data::effective_scale(const W4A8Case& c, int64_t n, int64_t g) const {
 }
 
 std::vector<float> run_w4a8(const W4A8Case& c, const W4A8Data& d, const w4a8::Kernel& kernel,
-                            ThreadPool& pool) {
+                            ThreadPool& pool, const std::vector<float>* onto) {
   const w4a8::PackedWeights packed = w4a8::pack(d.source(c), kernel, &pool);
-  std::vector<float> y(static_cast<size_t>(c.m * d.ldy), -777.0f);
+  std::vector<float> y =
+      onto != nullptr ? *onto : std::vector<float>(static_cast<size_t>(c.m * d.ldy), -777.0f);
   w4a8::MatmulArgs args;
   args.m = c.m;
   args.x = d.x.data();
@@ -265,6 +266,7 @@ std::vector<float> run_w4a8(const W4A8Case& c, const W4A8Data& d, const w4a8::Ke
   args.ldy = d.ldy;
   args.min = c.lo;
   args.max = c.hi;
+  args.accumulate = onto != nullptr;
   args.pool = &pool;
   w4a8::matmul(packed, args);
   return y;

@@ -50,9 +50,10 @@ struct W4A8Data {
 };
 W4A8Data make_data(const W4A8Case& c, uint32_t seed = 1);
 
-// Runs pack + matmul with `kernel` on `pool`; returns y [m, ldy] (padding filled with a sentinel).
+// Runs pack + matmul with `kernel` on `pool`; returns y [m, ldy] (padding filled with a sentinel),
+// or with `onto` ([m, ldy]) the matmul accumulated into a copy of it (MatmulArgs::accumulate).
 std::vector<float> run_w4a8(const W4A8Case& c, const W4A8Data& d, const w4a8::Kernel& kernel,
-                            ThreadPool& pool);
+                            ThreadPool& pool, const std::vector<float>* onto = nullptr);
 
 // The kernels of this build that this CPU can run.
 std::vector<const w4a8::Kernel*> runnable_kernels();

@@ -68,7 +68,9 @@ std::string requested_kernel(std::string_view family, std::string_view isa_overr
 
 uint8_t* thread_scratch(size_t bytes) {
   thread_local AlignedBuffer buffer;
-  if (buffer.size() < bytes) buffer = AlignedBuffer(bytes);
+  // Grown at least twofold: attention's scratch grows with the context, a little every decode
+  // step, and should not be reallocated every step.
+  if (buffer.size() < bytes) buffer = AlignedBuffer(std::max(bytes, 2 * buffer.size()));
   return buffer.data();
 }
 
@@ -77,37 +79,40 @@ std::string unsupported_reason(const char* name, const char* needs) {
          ", which this CPU lacks (it has: " + cpu_features().to_string() + ")";
 }
 
+// The checks build their messages only on failure: a valid call allocates nothing.
 void check_matmul_args(std::string_view function, bool packed, int64_t n, int64_t k,
                        const MatmulArgs& a) {
-  const std::string f = std::string(function) + ": ";
-  if (!packed) throw Error(f + "weights are empty (not packed)");
-  if (a.m <= 0) throw Error(f + "m must be positive, got " + std::to_string(a.m));
-  if (a.x == nullptr) throw Error(f + "x is null");
-  if (a.y == nullptr) throw Error(f + "y is null");
-  if (reinterpret_cast<uintptr_t>(a.x) % alignof(float) != 0)
-    throw Error(f + "x is not aligned to 4 bytes");
-  if (a.ldx < k)
-    throw Error(f + "ldx " + std::to_string(a.ldx) + " is smaller than k " + std::to_string(k));
+  const auto fail = [&](const std::string& what) {
+    throw Error(std::string(function) + ": " + what);
+  };
+  if (!packed) fail("weights are empty (not packed)");
+  if (a.m <= 0) fail("m must be positive, got " + std::to_string(a.m));
+  if (a.x == nullptr) fail("x is null");
+  if (a.y == nullptr) fail("y is null");
+  if (reinterpret_cast<uintptr_t>(a.x) % alignof(float) != 0) fail("x is not aligned to 4 bytes");
+  if (a.ldx < k) fail("ldx " + std::to_string(a.ldx) + " is smaller than k " + std::to_string(k));
   check_output_args(function, packed, n, a);
 }
 
 void check_output_args(std::string_view function, bool packed, int64_t n, const MatmulArgs& a) {
-  const std::string f = std::string(function) + ": ";
-  if (!packed) throw Error(f + "weights are empty (not packed)");
-  if (a.m <= 0) throw Error(f + "m must be positive, got " + std::to_string(a.m));
-  if (a.y == nullptr) throw Error(f + "y is null");
-  if (reinterpret_cast<uintptr_t>(a.y) % alignof(float) != 0)
-    throw Error(f + "y is not aligned to 4 bytes");
-  if (a.ldy < n)
-    throw Error(f + "ldy " + std::to_string(a.ldy) + " is smaller than n " + std::to_string(n));
+  const auto fail = [&](const std::string& what) {
+    throw Error(std::string(function) + ": " + what);
+  };
+  if (!packed) fail("weights are empty (not packed)");
+  if (a.m <= 0) fail("m must be positive, got " + std::to_string(a.m));
+  if (a.y == nullptr) fail("y is null");
+  if (reinterpret_cast<uintptr_t>(a.y) % alignof(float) != 0) fail("y is not aligned to 4 bytes");
+  if (a.ldy < n) fail("ldy " + std::to_string(a.ldy) + " is smaller than n " + std::to_string(n));
   if (std::isnan(a.min) || std::isnan(a.max) || a.min > a.max)
-    throw Error(f + "clamp range [" + std::to_string(a.min) + ", " + std::to_string(a.max) +
-                "] is invalid");
-  if (a.max_threads < 0)
-    throw Error(f + "max_threads must be >= 0, got " + std::to_string(a.max_threads));
+    fail("clamp range [" + std::to_string(a.min) + ", " + std::to_string(a.max) + "] is invalid");
+  if (a.max_threads < 0) fail("max_threads must be >= 0, got " + std::to_string(a.max_threads));
 }
 
-TileSplit split_tiles(int64_t m, int64_t panels, int threads, int64_t row_block) {
+}  // namespace dq4::kernels
+
+namespace dq4 {
+
+TileSplit TileSplit::of(int64_t m, int64_t panels, int threads, int64_t row_block) {
   TileSplit s;
   s.m = m;
   s.panels = panels;
@@ -118,4 +123,4 @@ TileSplit split_tiles(int64_t m, int64_t panels, int threads, int64_t row_block)
   return s;
 }
 
-}  // namespace dq4::kernels
+}  // namespace dq4

@@ -15,6 +15,7 @@
 
 #include "dq4/kernels/cpu_features.h"
 #include "dq4/kernels/error.h"
+#include "dq4/kernels/first_bad_row.h"
 #include "dq4/kernels/kernel_family.h"
 #include "dq4/kernels/matmul_args.h"
 #include "dq4/kernels/thread_pool.h"
@@ -107,25 +108,6 @@ void check_matmul_args(std::string_view function, bool packed, int64_t n, int64_
 // The same checks but of args.x and args.ldx, for a matmul whose input comes quantized.
 void check_output_args(std::string_view function, bool packed, int64_t n, const MatmulArgs& args);
 
-// The output split into row_tiles x panel_tiles tiles: up to row_block rows x a contiguous range
-// of panels (a contiguous byte range of the weights), enough tiles to balance `threads`.
-struct TileSplit {
-  int64_t m = 0, panels = 0, row_block = 0, row_tiles = 0, panel_tiles = 0;
-
-  int64_t tiles() const { return row_tiles * panel_tiles; }
-  // Rows [*m0, *m1) and panels [*p0, *p1) of tile t; the panel range may be empty.
-  void tile(int64_t t, int64_t* m0, int64_t* m1, int64_t* p0, int64_t* p1) const {
-    const int64_t rt = t / panel_tiles, pt = t % panel_tiles;
-    *m0 = rt * row_block;
-    *m1 = *m0 + row_block < m ? *m0 + row_block : m;
-    *p0 = panels * pt / panel_tiles;
-    *p1 = panels * (pt + 1) / panel_tiles;
-  }
-};
-TileSplit split_tiles(int64_t m, int64_t panels, int threads, int64_t row_block = 128);
-
-// The driver's steps, in the order a family's matmul() takes them.
-
 // What a call runs on: `pool` (null: the global pool) and `max_threads` of it (0: all).
 struct CallThreads {
   ThreadPool& pool;
@@ -136,35 +118,29 @@ inline CallThreads call_threads(ThreadPool* pool, int max_threads) {
   return {p, max_threads > 0 ? std::min(max_threads, p.size()) : p.size()};
 }
 
-// Runs `prepare(m0, m1)` over m rows split in one range per thread. It prepares the rows as the
-// family's kernels read them (quantized, converted, or only checked) and returns the first row
-// of [m0, m1) holding a NaN or an infinity, or -1: such a row is an error naming `function`.
-template <class Prepare>
-void prepare_rows(std::string_view function, int64_t m, const CallThreads& threads,
-                  Prepare&& prepare) {
-  const int64_t tasks = std::min<int64_t>(m, threads.count);
-  std::vector<int64_t> bad_row(static_cast<size_t>(tasks), -1);
-  threads.pool.run(
-      tasks, [&](int64_t t) { bad_row[t] = prepare(m * t / tasks, m * (t + 1) / tasks); },
-      threads.count);
-  for (int64_t row : bad_row)
-    if (row >= 0)
-      throw Error(std::string(function) + ": activation row " + std::to_string(row) +
-                  " holds a NaN or infinite value");
+// The error of a bad activation row, naming `function`, when `bad` holds one.
+inline void check_rows(std::string_view function, const FirstBadRow& bad) {
+  if (bad.get() >= 0)
+    throw Error(std::string(function) + ": activation row " + std::to_string(bad.get()) +
+                " holds a NaN or infinite value");
 }
 
-// Runs `run_tile(m0, m1, p0, p1)` for every non-empty tile of split_tiles(m, panels, threads).
-template <class RunTile>
-void run_tiles(int64_t m, int64_t panels, const CallThreads& threads, RunTile&& run_tile) {
-  const TileSplit split = split_tiles(m, panels, threads.count);
-  threads.pool.run(
-      split.tiles(),
-      [&](int64_t t) {
-        int64_t m0, m1, p0, p1;
-        split.tile(t, &m0, &m1, &p0, &p1);
-        if (p0 < p1) run_tile(m0, m1, p0, p1);
-      },
-      threads.count);
+// Runs a matmul as one job of `threads`: prepare(m0, m1) on the m rows split in one range per
+// thread, which prepares them as the family's kernels read them (quantized, converted or only
+// checked) and returns the first of them holding a NaN or an infinity, or -1; then, unless a row
+// was bad (an error naming `function`), tiles.run(t) for every tile.
+template <class Prepare, class Tiles>
+void run_matmul(std::string_view function, int64_t m, const CallThreads& threads, Prepare&& prepare,
+                const Tiles& tiles) {
+  const int64_t tasks = std::min<int64_t>(m, threads.count);
+  FirstBadRow bad;
+  auto prepare_task = [&](int64_t t) { bad.add(prepare(m * t / tasks, m * (t + 1) / tasks)); };
+  auto tile_task = [&](int64_t t) {
+    if (bad.get() < 0) tiles.run(t);
+  };
+  const ThreadPool::Stage stages[] = {{tasks, prepare_task}, {tiles.count(), tile_task}};
+  threads.pool.run_stages(stages, threads.count);
+  check_rows(function, bad);
 }
 
 // At least `bytes` of scratch (64-byte aligned) owned by the calling thread and kept for its

@@ -80,18 +80,43 @@ ThreadPool& ThreadPool::global() {
 }
 
 void ThreadPool::drain_tasks() {
+  // This thread's place among the stages: the tasks it takes only ever move forward.
+  const Stage* stage = stages_;
+  int64_t first = 0;  // the task number of stage[0]
   for (;;) {
     const int64_t i = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (i >= task_count_) return;
-    try {
-      in_pool_task = true;
-      (*task_)(i);
-      in_pool_task = false;
-    } catch (...) {
-      in_pool_task = false;
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      if (!error_) error_ = std::current_exception();
-      next_task_.store(task_count_, std::memory_order_relaxed);  // skip what is left
+    while (i >= first + stage->tasks) first += (stage++)->tasks;
+    if (stage != stages_) wait_for_tasks(first);
+    if (!failed_.load(std::memory_order_relaxed)) {
+      try {
+        in_pool_task = true;
+        stage->task(i - first);
+        in_pool_task = false;
+      } catch (...) {
+        in_pool_task = false;
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+        failed_.store(true, std::memory_order_relaxed);
+        next_task_.store(task_count_, std::memory_order_relaxed);  // skip what is left
+      }
+    }
+    finished_tasks_.fetch_add(1, std::memory_order_release);
+  }
+}
+
+void ThreadPool::wait_for_tasks(int64_t tasks) {
+  using Clock = std::chrono::steady_clock;
+  if (finished_tasks_.load(std::memory_order_acquire) >= tasks) return;
+  const auto spin_end = Clock::now() + kFinishSpin;
+  bool spinning = true;
+  while (finished_tasks_.load(std::memory_order_acquire) < tasks &&
+         !failed_.load(std::memory_order_relaxed)) {
+    if (spinning) {
+      cpu_relax();
+      spinning = Clock::now() < spin_end;
+    } else {
+      std::this_thread::yield();
     }
   }
 }
@@ -134,18 +159,33 @@ void ThreadPool::worker_loop() {
   }
 }
 
-void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& task, int max_threads) {
+void ThreadPool::run(int64_t tasks, Task task, int max_threads) {
   if (tasks <= 0) return;
+  const Stage stage{tasks, task};
+  run_stages(std::span(&stage, 1), max_threads);
+}
+
+void ThreadPool::run_stages(std::span<const Stage> stages, int max_threads) {
+  int64_t tasks = 0;
+  for (const Stage& s : stages) {
+    if (s.tasks < 0) throw Error("ThreadPool::run_stages: a stage has a negative task count");
+    tasks += s.tasks;
+  }
+  if (tasks == 0) return;
+  jobs_.fetch_add(1, std::memory_order_relaxed);
   const int threads = max_threads <= 0 || max_threads > size() ? size() : max_threads;
   if (threads == 1 || tasks == 1 || workers_.empty() || in_pool_task) {
-    for (int64_t i = 0; i < tasks; ++i) task(i);
+    for (const Stage& s : stages)
+      for (int64_t i = 0; i < s.tasks; ++i) s.task(i);
     return;
   }
   std::lock_guard<std::mutex> run_lock(run_mutex_);
-  task_ = &task;
+  stages_ = stages.data();
   task_count_ = tasks;
   error_ = nullptr;
+  failed_.store(false, std::memory_order_relaxed);
   next_task_.store(0, std::memory_order_relaxed);
+  finished_tasks_.store(0, std::memory_order_relaxed);
   finished_workers_.store(0, std::memory_order_relaxed);
   const uint64_t generation = generation_of(job_.load(std::memory_order_relaxed)) + 1;
   job_.store(generation << kGenerationShift | static_cast<uint64_t>(threads) << kThreadsShift);
@@ -169,7 +209,7 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& task, in
       std::this_thread::yield();
     }
   }
-  task_ = nullptr;
+  stages_ = nullptr;
   if (error_) std::rethrow_exception(error_);
 }
 

@@ -7,6 +7,8 @@
 #include "dq4/io/linear_tensors.h"
 #include "dq4/kernels/dense.h"
 #include "dq4/kernels/error.h"
+#include "dq4/kernels/first_bad_row.h"
+#include "dq4/kernels/thread_pool.h"
 #include "dq4/kernels/w4a16.h"
 #include "dq4/kernels/w4a8.h"
 #include "linear_sources.h"
@@ -195,12 +197,40 @@ std::string Linear::description() const {
   return text;
 }
 
+namespace {
+
+using PartTiles = std::variant<w4a8::MatmulTiles, w4a16::MatmulTiles, dense::MatmulTiles>;
+
+// What a bad activation row is reported as: the error of the first part's kernel family.
+const char* checking_function(const Linear::Part& part) {
+  switch (part.run) {
+    case LinearRun::w4a8:
+      return "w4a8::quantize_activations";
+    case LinearRun::w4a16:
+      return "w4a16::matmul";
+    case LinearRun::dense_bf16:
+    case LinearRun::dense_f32:
+      break;
+  }
+  return "dense::matmul";
+}
+
+}  // namespace
+
 void Linear::forward(const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy,
-                     ThreadPool* pool) const {
+                     ThreadPool* pool_arg, const LinearPass& pass) const {
   if (parts_.empty()) throw Error("Linear::forward: the layer holds no weights");
-  // W4A8 parts (of different group sizes) share the input: it is quantized once for all of them.
-  thread_local w4a8::QuantizedActivations quantized;
-  bool quantized_here = false;
+  if (m <= 0) throw Error("Linear::forward: m must be positive, got " + std::to_string(m));
+  ThreadPool& pool = pool_arg != nullptr ? *pool_arg : ThreadPool::global();
+  // The calling thread's, kept from call to call so that a warm forward allocates nothing (named
+  // by reference: the tasks run on other threads). W4A8 parts (of different group sizes) share
+  // the input: it is quantized once for all of them.
+  thread_local w4a8::QuantizedActivations quantized_buffer;
+  thread_local std::vector<PartTiles> tiles_buffer;
+  w4a8::QuantizedActivations& quantized = quantized_buffer;
+  std::vector<PartTiles>& tiles = tiles_buffer;
+  tiles.clear();
+  bool quantize = false;
   for (const auto& part : parts_) {
     MatmulArgs args;
     args.m = m;
@@ -208,22 +238,58 @@ void Linear::forward(const float* x, int64_t m, int64_t ldx, float* y, int64_t l
     args.ldx = ldx;
     args.y = y + part->first_column;
     args.ldy = ldy;
-    args.pool = pool;
+    args.accumulate = pass.accumulate;
+    args.pool = &pool;
     std::visit(
         [&](const auto& w) {
           using W = std::decay_t<decltype(w)>;
           if constexpr (std::is_same_v<W, w4a8::PackedWeights>) {
-            if (!quantized_here)
-              w4a8::quantize_activations(x, m, in_features_, ldx, quantized, pool, 0, &w.kernel());
-            quantized_here = true;
-            w4a8::matmul(w, quantized, args);
-          } else if constexpr (std::is_same_v<W, w4a16::PackedWeights>)
-            w4a16::matmul(w, args);
-          else
-            dense::matmul(w, args);
+            if (!quantize) quantized.reserve(m, in_features_, &w.kernel());
+            quantize = true;
+            tiles.emplace_back(std::in_place_type<w4a8::MatmulTiles>, w, quantized, args);
+          } else if constexpr (std::is_same_v<W, w4a16::PackedWeights>) {
+            tiles.emplace_back(std::in_place_type<w4a16::MatmulTiles>, w, args);
+          } else {
+            tiles.emplace_back(std::in_place_type<dense::MatmulTiles>, w, args);
+          }
         },
         part->weights);
   }
+
+  // One job: the rows (made by `before`, then quantized or checked), every part's tiles, `after`.
+  const int64_t row_tasks = std::min<int64_t>(m, pool.size());
+  FirstBadRow bad;
+  auto prepare = [&](int64_t t) {
+    const int64_t r0 = m * t / row_tasks, r1 = m * (t + 1) / row_tasks;
+    if (pass.before) pass.before(r0, r1);
+    if (quantize) bad.add(quantized.quantize_rows(x, ldx, r0, r1));
+    for (const PartTiles& part : tiles) {
+      if (const auto* t16 = std::get_if<w4a16::MatmulTiles>(&part))
+        bad.add(t16->prepare_rows(r0, r1));
+      else if (const auto* dense = std::get_if<dense::MatmulTiles>(&part))
+        bad.add(dense->prepare_rows(r0, r1));
+    }
+  };
+  int64_t tile_count = 0;
+  for (const PartTiles& part : tiles)
+    tile_count += std::visit([](const auto& t) { return t.count(); }, part);
+  auto run_tile = [&](int64_t t) {
+    if (bad.get() >= 0) return;
+    for (const PartTiles& part : tiles) {
+      const int64_t count = std::visit([](const auto& p) { return p.count(); }, part);
+      if (t < count) return std::visit([t](const auto& p) { p.run(t); }, part);
+      t -= count;
+    }
+  };
+  auto after = [&](int64_t t) {
+    if (bad.get() < 0) pass.after(m * t / row_tasks, m * (t + 1) / row_tasks);
+  };
+  const ThreadPool::Stage stages[] = {
+      {row_tasks, prepare}, {tile_count, run_tile}, {pass.after ? row_tasks : 0, after}};
+  pool.run_stages(stages);
+  if (bad.get() >= 0)
+    throw Error(std::string(checking_function(*parts_.front())) + ": activation row " +
+                std::to_string(bad.get()) + " holds a NaN or infinite value");
 }
 
 }  // namespace dq4

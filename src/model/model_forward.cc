@@ -19,20 +19,6 @@
 namespace dq4 {
 namespace {
 
-// Runs fn(r0, r1) over row ranges of [0, rows), in parallel when the work is worth a hand-off.
-template <class Fn>
-void for_rows(ThreadPool& pool, int64_t rows, int64_t work_per_row, Fn&& fn) {
-  constexpr int64_t kMinWorkPerTask = 16384;
-  const int64_t per_task =
-      std::max<int64_t>(1, kMinWorkPerTask / std::max<int64_t>(1, work_per_row));
-  const int64_t tasks = std::min<int64_t>((rows + per_task - 1) / per_task, pool.size());
-  if (tasks <= 1) {
-    fn(int64_t{0}, rows);
-    return;
-  }
-  pool.run(tasks, [&](int64_t t) { fn(rows * t / tasks, rows * (t + 1) / tasks); });
-}
-
 void check_batch(std::span<const SequenceInput> batch, const KvCache& cache, const ModelConfig& c) {
   const KvCacheShape& s = cache.shape();
   if (s.layers != c.num_hidden_layers || s.kv_heads != c.num_key_value_heads ||
@@ -40,23 +26,25 @@ void check_batch(std::span<const SequenceInput> batch, const KvCache& cache, con
     throw Error("forward: the KV cache was shaped for another model (layers, kv heads, head_dim)");
   for (size_t i = 0; i < batch.size(); ++i) {
     const SequenceInput& seq = batch[i];
-    const std::string where = "forward: sequence " + std::to_string(i) + ": ";
-    if (seq.tokens.empty()) throw Error(where + "no tokens");
-    if (seq.start < 0) throw Error(where + "negative start");
+    // The message is built only on failure: a valid batch allocates nothing.
+    const auto fail = [i](const std::string& what) {
+      throw Error("forward: sequence " + std::to_string(i) + ": " + what);
+    };
+    if (seq.tokens.empty()) fail("no tokens");
+    if (seq.start < 0) fail("negative start");
     const int64_t end = seq.start + static_cast<int64_t>(seq.tokens.size());
     if (end > c.max_position_embeddings)
-      throw Error(where + "positions up to " + std::to_string(end) + " exceed the context of " +
-                  std::to_string(c.max_position_embeddings) + " tokens");
+      fail("positions up to " + std::to_string(end) + " exceed the context of " +
+           std::to_string(c.max_position_embeddings) + " tokens");
     if (static_cast<int64_t>(seq.block_table.size()) * s.block_size < end)
-      throw Error(where + "block table of " + std::to_string(seq.block_table.size()) +
-                  " blocks is too short for " + std::to_string(end) + " tokens");
+      fail("block table of " + std::to_string(seq.block_table.size()) +
+           " blocks is too short for " + std::to_string(end) + " tokens");
     for (int32_t b : seq.block_table)
-      if (b < 0 || b >= s.blocks)
-        throw Error(where + "block " + std::to_string(b) + " is outside the cache");
+      if (b < 0 || b >= s.blocks) fail("block " + std::to_string(b) + " is outside the cache");
     for (int32_t t : seq.tokens)
       if (t < 0 || t >= c.vocab_size)
-        throw Error(where + "token id " + std::to_string(t) + " is outside the vocabulary of " +
-                    std::to_string(c.vocab_size));
+        fail("token id " + std::to_string(t) + " is outside the vocabulary of " +
+             std::to_string(c.vocab_size));
   }
 }
 
@@ -85,9 +73,10 @@ void store_kv(KvCache& cache, int64_t layer, std::span<const int32_t> block_tabl
   }
 }
 
-void add_rows(float* x, const float* y, int64_t rows, int64_t cols) {
-  const int64_t n = rows * cols;
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+template <class T>
+T* sized(std::vector<T>& v, int64_t count) {
+  if (v.size() < static_cast<size_t>(count)) v.resize(static_cast<size_t>(count));
+  return v.data();
 }
 
 }  // namespace
@@ -101,6 +90,11 @@ int64_t Model::logit_rows(std::span<const SequenceInput> batch) {
   return rows;
 }
 
+// Each layer is five jobs over the pool, the rows of every sequence together:
+//   [norm + quantize | qkv | q/k norms, rope, KV store]  [attention]  [quantize | x += o]
+//   [norm + quantize | gate/up]  [silu + quantize | x += down]
+// (Linear::forward runs a product with the row work before and after it in one job; o and down
+// add into x in their epilogue.)
 void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float* logits,
                     ThreadPool* pool_arg) {
   Impl& m = *impl_;
@@ -116,32 +110,35 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   for (const SequenceInput& s : batch) rows += static_cast<int64_t>(s.tokens.size());
 
   Impl::Workspace& ws = m.ws;
-  const auto size = [rows](std::vector<float>& v, int64_t cols) {
-    if (v.size() < static_cast<size_t>(rows * cols)) v.resize(static_cast<size_t>(rows * cols));
-    return v.data();
-  };
-  float* x = size(ws.x, hidden);
-  float* h = size(ws.h, hidden);
-  float* qkv = size(ws.qkv, qkv_cols);
-  float* attn = size(ws.attn, q_cols);
-  float* gate_up = size(ws.gate_up, 2 * inter);
-  float* act = size(ws.act, inter);
-  // Each row's rope cosines and sines (head_dim / 2 of each), shared by every layer.
+  float* x = sized(ws.x, rows * hidden);
+  float* h = sized(ws.h, rows * hidden);
+  float* qkv = sized(ws.qkv, rows * qkv_cols);
+  float* attn = sized(ws.attn, rows * q_cols);
+  float* gate_up = sized(ws.gate_up, rows * 2 * inter);
+  float* act = sized(ws.act, rows * inter);
+  // Each row's rope cosines and sines (head_dim / 2 of each), shared by every layer, and its
+  // sequence and position.
   const int64_t half = head_dim / 2;
-  float* rope_cos = size(ws.rope_cos, half);
-  float* rope_sin = size(ws.rope_sin, half);
+  float* rope_cos = sized(ws.rope_cos, rows * half);
+  float* rope_sin = sized(ws.rope_sin, rows * half);
+  int32_t* row_sequence = sized(ws.row_sequence, rows);
+  int64_t* row_position = sized(ws.row_position, rows);
 
   // Embeddings, widened from the table, and each row's rope angles.
   {
     int64_t r = 0;
     const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(m.embedding_dtype);
-    for (const SequenceInput& s : batch)
+    for (size_t b = 0; b < batch.size(); ++b) {
+      const SequenceInput& s = batch[b];
       for (size_t i = 0; i < s.tokens.size(); ++i, ++r) {
         model::widen_row(m.embedding.data() + static_cast<size_t>(s.tokens[i]) * row_bytes,
                          m.embedding_dtype, hidden, x + r * hidden);
-        ops::rope_angles(s.start + static_cast<int64_t>(i), m.inv_freq.data(), half,
-                         rope_cos + r * half, rope_sin + r * half);
+        row_sequence[r] = static_cast<int32_t>(b);
+        row_position[r] = s.start + static_cast<int64_t>(i);
+        ops::rope_angles(row_position[r], m.inv_freq.data(), half, rope_cos + r * half,
+                         rope_sin + r * half);
       }
+    }
   }
 
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -149,37 +146,31 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const DecoderLayer& layer = m.layers[l];
     const int64_t li = static_cast<int64_t>(l);
-    for_rows(pool, rows, hidden, [&](int64_t r0, int64_t r1) {
+
+    // h = rmsnorm(x); qkv = qkv(h); then per row: q/k norms (Qwen3), rotary embeddings, and the
+    // new keys and values into the cache.
+    const auto input_norm = [&](int64_t r0, int64_t r1) {
       ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.input_norm.data(), eps,
                     h + r0 * hidden, hidden);
-    });
-    layer.qkv.forward(h, rows, hidden, qkv, qkv_cols, &pool);
-
-    // q/k norms (Qwen3), rotary embeddings, and the new keys and values into the cache.
-    {
-      int64_t r = 0;
-      for (const SequenceInput& s : batch) {
-        const int64_t n = static_cast<int64_t>(s.tokens.size());
-        for_rows(pool, n, qkv_cols, [&](int64_t i0, int64_t i1) {
-          for (int64_t i = i0; i < i1; ++i) {
-            float* q = qkv + (r + i) * qkv_cols;
-            float* k = q + q_cols;
-            if (!layer.q_norm.empty()) {
-              ops::rms_norm(q, c.num_attention_heads, head_dim, head_dim, layer.q_norm.data(), eps,
-                            q, head_dim);
-              ops::rms_norm(k, c.num_key_value_heads, head_dim, head_dim, layer.k_norm.data(), eps,
-                            k, head_dim);
-            }
-            const float* cos_a = rope_cos + (r + i) * half;
-            const float* sin_a = rope_sin + (r + i) * half;
-            ops::rope(q, c.num_attention_heads, half, cos_a, sin_a);
-            ops::rope(k, c.num_key_value_heads, half, cos_a, sin_a);
-            store_kv(cache, li, s.block_table, s.start + i, k, k + kv_cols);
-          }
-        });
-        r += n;
+    };
+    const auto rope_and_store = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float* q = qkv + r * qkv_cols;
+        float* k = q + q_cols;
+        if (!layer.q_norm.empty()) {
+          ops::rms_norm(q, c.num_attention_heads, head_dim, head_dim, layer.q_norm.data(), eps, q,
+                        head_dim);
+          ops::rms_norm(k, c.num_key_value_heads, head_dim, head_dim, layer.k_norm.data(), eps, k,
+                        head_dim);
+        }
+        ops::rope(q, c.num_attention_heads, half, rope_cos + r * half, rope_sin + r * half);
+        ops::rope(k, c.num_key_value_heads, half, rope_cos + r * half, rope_sin + r * half);
+        store_kv(cache, li, batch[static_cast<size_t>(row_sequence[r])].block_table,
+                 row_position[r], k, k + kv_cols);
       }
-    }
+    };
+    layer.qkv.forward(h, rows, hidden, qkv, qkv_cols, &pool,
+                      {.before = input_norm, .after = rope_and_store});
 
     // Attention of every sequence in one job over the pool (heads and row blocks as tasks).
     {
@@ -211,42 +202,42 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
       attention::run_batch(ws.attention);
     }
 
-    layer.o.forward(attn, rows, q_cols, h, hidden, &pool);
-    for_rows(pool, rows, hidden, [&](int64_t r0, int64_t r1) {
-      add_rows(x + r0 * hidden, h + r0 * hidden, r1 - r0, hidden);
+    // x += o(attn); h = rmsnorm(x); gate_up = gate_up(h); act = silu(gate) * up; x += down(act)
+    layer.o.forward(attn, rows, q_cols, x, hidden, &pool, {.accumulate = true});
+    const auto post_attention_norm = [&](int64_t r0, int64_t r1) {
       ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.post_attention_norm.data(), eps,
                     h + r0 * hidden, hidden);
-    });
-    layer.gate_up.forward(h, rows, hidden, gate_up, 2 * inter, &pool);
-    for_rows(pool, rows, 2 * inter, [&](int64_t r0, int64_t r1) {
+    };
+    layer.gate_up.forward(h, rows, hidden, gate_up, 2 * inter, &pool,
+                          {.before = post_attention_norm});
+    const auto silu = [&](int64_t r0, int64_t r1) {
       ops::silu_mul(gate_up + r0 * 2 * inter, r1 - r0, inter, 2 * inter, act + r0 * inter, inter);
-    });
-    layer.down.forward(act, rows, inter, h, hidden, &pool);
-    for_rows(pool, rows, hidden, [&](int64_t r0, int64_t r1) {
-      add_rows(x + r0 * hidden, h + r0 * hidden, r1 - r0, hidden);
-    });
+    };
+    layer.down.forward(act, rows, inter, x, hidden, &pool, {.accumulate = true, .before = silu});
   }
 
   // The final norm and the head, for the rows that need logits only.
   const int64_t out_rows = logit_rows(batch);
   if (out_rows == 0) return;
-  if (ws.head_in.size() < static_cast<size_t>(out_rows * hidden))
-    ws.head_in.resize(static_cast<size_t>(out_rows * hidden));
-  int64_t r = 0, o = 0;
-  for (const SequenceInput& s : batch) {
-    const int64_t n = static_cast<int64_t>(s.tokens.size());
-    if (s.logits == SequenceInput::Logits::all) {
-      ops::rms_norm(x + r * hidden, n, hidden, hidden, m.final_norm.data(), eps,
-                    ws.head_in.data() + o * hidden, hidden);
-      o += n;
-    } else if (s.logits == SequenceInput::Logits::last) {
-      ops::rms_norm(x + (r + n - 1) * hidden, 1, hidden, hidden, m.final_norm.data(), eps,
-                    ws.head_in.data() + o * hidden, hidden);
-      o += 1;
+  float* head_in = sized(ws.head_in, out_rows * hidden);
+  int64_t* head_rows = sized(ws.head_rows, out_rows);  // the row of x each head row takes
+  {
+    int64_t r = 0, o = 0;
+    for (const SequenceInput& s : batch) {
+      const int64_t n = static_cast<int64_t>(s.tokens.size());
+      if (s.logits == SequenceInput::Logits::all)
+        for (int64_t i = 0; i < n; ++i) head_rows[o++] = r + i;
+      else if (s.logits == SequenceInput::Logits::last)
+        head_rows[o++] = r + n - 1;
+      r += n;
     }
-    r += n;
   }
-  m.head.forward(ws.head_in.data(), out_rows, hidden, logits, c.vocab_size, &pool);
+  const auto final_norm = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      ops::rms_norm(x + head_rows[r] * hidden, 1, hidden, hidden, m.final_norm.data(), eps,
+                    head_in + r * hidden, hidden);
+  };
+  m.head.forward(head_in, out_rows, hidden, logits, c.vocab_size, &pool, {.before = final_norm});
 }
 
 }  // namespace dq4

@@ -38,6 +38,9 @@ struct Model::Impl {
   // Activations of the batch being run, reused from call to call.
   struct Workspace {
     std::vector<float> x, h, qkv, attn, gate_up, act, head_in, rope_cos, rope_sin;
+    std::vector<int32_t> row_sequence;       // the sequence of each row
+    std::vector<int64_t> row_position;       // the position of each row
+    std::vector<int64_t> head_rows;          // the row of x each row of the head takes
     std::vector<attention::Args> attention;  // one layer's sequences
   } ws;
 };

@@ -104,4 +104,27 @@ inline PackedWeights pack(const WeightSource& source) {
 // for the bf16 X.
 void matmul(const PackedWeights& weights, const MatmulArgs& args);
 
+// matmul() in pieces, for a caller that runs them in a pool job of its own (KleidiAI's way: the
+// caller owns the threads): the constructor checks the arguments as matmul() does and splits the
+// output for the threads of args.pool and args.max_threads; prepare_rows(m0, m1) checks rows
+// [m0, m1) of args.x (the bf16-activation variants also convert them), from any thread, and
+// returns the first holding a NaN or an infinity, or -1; run(t) computes tile t < count(), from
+// any thread, once each, after every row is prepared. Nothing is allocated once warm: converted
+// rows go to a buffer of the constructing thread, which tiles made on that thread for the same
+// args.x share (they write the same values). The weights and args.x must outlive the tiles.
+class MatmulTiles {
+ public:
+  MatmulTiles(const PackedWeights& weights, const MatmulArgs& args);
+  int64_t prepare_rows(int64_t m0, int64_t m1) const;
+  int64_t count() const { return split_.tiles(); }
+  void run(int64_t t) const;
+
+ private:
+  const PackedWeights* weights_;
+  MatmulArgs args_;
+  uint32_t* pairs_ = nullptr;  // the bf16 pairs of args.x, for the variants that read them
+  int64_t ld_pairs_ = 0;
+  TileSplit split_;
+};
+
 }  // namespace dq4::dense

@@ -95,4 +95,27 @@ void matmul(const PackedWeights& weights, const MatmulArgs& args);
 // best supported one that matches, else the reference.
 void matmul(const w4a8::PackedWeights& weights, const MatmulArgs& args);
 
+// matmul() in pieces, for a caller that runs them in a pool job of its own (KleidiAI's way: the
+// caller owns the threads): the constructor checks the arguments as matmul() does and splits the
+// output for the threads of args.pool and args.max_threads; prepare_rows(m0, m1) checks rows
+// [m0, m1) of args.x (from any thread) and returns the first holding a NaN or an infinity, or -1;
+// run(t) computes tile t < count(), from any thread, once each, after every row is checked.
+// Nothing is allocated. The weights and args.x must outlive the tiles.
+class MatmulTiles {
+ public:
+  MatmulTiles(const PackedWeights& weights, const MatmulArgs& args);
+  MatmulTiles(const w4a8::PackedWeights& weights, const MatmulArgs& args);
+  int64_t prepare_rows(int64_t m0, int64_t m1) const;
+  int64_t count() const { return split_.tiles(); }
+  void run(int64_t t) const;
+
+ private:
+  const Kernel* kernel_;
+  const uint8_t* packed_;
+  int64_t n_, k_, group_size_, nr_;
+  bool f32_group_scales_;
+  MatmulArgs args_;
+  TileSplit split_;
+};
+
 }  // namespace dq4::w4a16

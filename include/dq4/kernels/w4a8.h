@@ -99,15 +99,26 @@ class QuantizedActivations {
   // Row r as quantize_row() returns it.
   QuantizedRow row(int64_t r) const;
 
+  // quantize_activations() in pieces, for a caller that runs the rows in a pool job of its own
+  // (ThreadPool::run_stages): reserve() makes room for m rows of k (allocating only when the
+  // buffers must grow) to be quantized with `kernel`'s vector code (default: default_kernel();
+  // every kernel gives the same bits), and throws dq4::Error for invalid sizes; quantize_rows()
+  // then quantizes rows [m0, m1) of x (row stride ldx >= k), from any thread, and returns the
+  // first of them holding a NaN or an infinity, or -1. Every row must be quantized before a
+  // matmul reads the activations.
+  void reserve(int64_t m, int64_t k, const Kernel* kernel = nullptr);
+  int64_t quantize_rows(const float* x, int64_t ldx, int64_t m0, int64_t m1);
+
  private:
-  friend void quantize_checked(const std::string&, const float*, int64_t, int64_t, int64_t,
+  friend class MatmulTiles;
+  friend void quantize_checked(const char*, const float*, int64_t, int64_t, int64_t,
                                QuantizedActivations&, ThreadPool*, int, const Kernel*);
-  friend void matmul(const PackedWeights&, const QuantizedActivations&, const MatmulArgs&);
   AlignedBuffer data_;
+  const Kernel* quantizer_ = nullptr;
   int64_t m_ = 0, k_ = 0;
   int64_t ldq_ = 0, blocks_ = 0;  // row stride of the int8 values (k rounded up to 32); k blocks
   size_t recip_offset_ = 0, zp_offset_ = 0, sums_offset_ = 0, corrections_offset_ = 0;
-  bool lane_corrections_ = false;  // whether the quantizer wrote them (kernel-internal)
+  bool lane_corrections_ = false;  // whether the quantizer writes them (kernel-internal)
 };
 
 // Quantizes x[m, k] (row stride ldx >= k) into `out`, the rows split over at most `max_threads`
@@ -122,5 +133,23 @@ void quantize_activations(const float* x, int64_t m, int64_t k, int64_t ldx,
 // matmul() but args.x and args.ldx are not used (may be null / 0) and args.m must equal x.m().
 // Throws dq4::Error on invalid arguments, e.g. x.k() != weights.k().
 void matmul(const PackedWeights& weights, const QuantizedActivations& x, const MatmulArgs& args);
+
+// That matmul() as tiles, for a caller that runs them in a pool job of its own (KleidiAI's way:
+// the caller owns the threads): the constructor checks the arguments as matmul() does (x may be
+// only reserved yet) and splits the output for the threads of args.pool and args.max_threads;
+// run(t) computes tile t < count(), from any thread, once each, after every row of x is
+// quantized. Nothing is allocated: each tile takes the scratch it needs from its thread's.
+class MatmulTiles {
+ public:
+  MatmulTiles(const PackedWeights& weights, const QuantizedActivations& x, const MatmulArgs& args);
+  int64_t count() const { return split_.tiles(); }
+  void run(int64_t t) const;
+
+ private:
+  const PackedWeights* weights_;
+  const QuantizedActivations* x_;
+  MatmulArgs args_;
+  TileSplit split_;
+};
 
 }  // namespace dq4::w4a8

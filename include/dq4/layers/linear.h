@@ -18,6 +18,7 @@
 #include "dq4/io/model_config.h"
 #include "dq4/io/quant_config.h"
 #include "dq4/io/tensor_view.h"
+#include "dq4/kernels/function_ref.h"
 
 namespace dq4 {
 
@@ -37,6 +38,19 @@ struct LinearOptions {
 // What one part of a Linear runs.
 enum class LinearRun { w4a8, w4a16, dense_bf16, dense_f32 };
 std::string_view linear_run_name(LinearRun run);  // "W4A8", "W4A16", "dense BF16", "dense F32"
+
+// What a Linear::forward() does besides its product, in the same pool job: a layer's work in
+// one hand-off instead of one per step.
+struct LinearPass {
+  // Add the product to what y holds (one f32 add per output, after bias and clamp: what a
+  // separate pass adding the stored product would give, bit for bit), e.g. a residual stream.
+  bool accumulate = false;
+  // Called on ranges of rows [r0, r1) that together cover [0, m) once each, from any thread of
+  // the job: `before` just before rows r0..r1 of x are read (it may write them: e.g. the norm
+  // that makes them), `after` once every output of those rows is written (e.g. rotary embeddings
+  // of them). Neither may run another Linear.
+  FunctionRef<void(int64_t, int64_t)> before, after;
+};
 
 class Linear {
  public:
@@ -69,9 +83,10 @@ class Linear {
   };
   std::vector<PartInfo> parts() const;
 
-  // y[m, out_features] (row stride ldy) = x[m, in_features] (row stride ldx) . W^T + bias.
+  // y[m, out_features] (row stride ldy) = x[m, in_features] (row stride ldx) . W^T + bias, or
+  // with pass.accumulate y += that: in one job over the pool (`pool`, default the global pool).
   void forward(const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy,
-               ThreadPool* pool = nullptr) const;
+               ThreadPool* pool = nullptr, const LinearPass& pass = {}) const;
 
   struct Part;  // opaque: packed weights of one kernel family (src/layers/linear.cc)
 

@@ -87,8 +87,14 @@ void run(const Args& a, const Kernel& kernel) { run_batch({&a, 1}, kernel); }
 
 void run_batch(std::span<const Args> batch, const Kernel& kernel) {
   if (batch.empty()) return;
-  std::vector<Problem> problems;
-  problems.reserve(batch.size());
+  // The calling thread's, kept from call to call so that a warm step allocates nothing (named by
+  // reference: the tasks run on other threads).
+  thread_local std::vector<Problem> problems_buffer;
+  thread_local std::vector<int64_t> splits_buffer, first_task_buffer;
+  std::vector<Problem>& problems = problems_buffer;
+  std::vector<int64_t>& head_splits = splits_buffer;
+  std::vector<int64_t>& first_task = first_task_buffer;
+  problems.clear();
   for (const Args& a : batch) {
     problems.push_back(checked_problem(a));
     if (a.pool != batch[0].pool || a.max_threads != batch[0].max_threads)
@@ -103,7 +109,8 @@ void run_batch(std::span<const Args> batch, const Kernel& kernel) {
   int64_t group_tiles = 0;
   for (const Problem& p : problems) group_tiles += p.num_kv_heads * row_blocks(p);
   const int64_t splits_wanted = (2 * threads.count + group_tiles - 1) / group_tiles;
-  std::vector<int64_t> head_splits(problems.size()), first_task(problems.size() + 1, 0);
+  head_splits.assign(problems.size(), 0);
+  first_task.assign(problems.size() + 1, 0);
   for (size_t i = 0; i < problems.size(); ++i) {
     const Problem& p = problems[i];
     head_splits[i] = std::clamp<int64_t>(splits_wanted, 1, p.group());

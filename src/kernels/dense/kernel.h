@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "../epilogue.h"
 #include "../finite_rows.h"
 #include "dq4/kernels/cpu_features.h"
 #include "layout.h"
@@ -29,9 +30,11 @@ struct Kernel {
   // Checks rows [m0, m1) of the activations (and converts them if needs_pairs). Returns the
   // index of the first row holding a non-finite value, or -1.
   int64_t (*prepare)(const Layout& layout, int64_t m0, int64_t m1, const Lhs& lhs);
-  // y[m0..m1) x [columns of panels p0..p1) = clamp(x . w^T + bias).
+  // y[m0..m1) x [columns of panels p0..p1) = clamp(x . w^T + bias), stored or added as `out`
+  // says (../epilogue.h). `partial`: (m1 - m0) x nr floats for the partial sums between K
+  // blocks when accumulating (they wait in y otherwise); null when not accumulating.
   void (*run)(const Layout& layout, const uint8_t* packed, const Lhs& lhs, int64_t m0, int64_t m1,
-              int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi);
+              int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue out, float* partial);
 };
 
 // The first row of [m0, m1) holding a NaN or an infinity, or -1.

@@ -26,7 +26,8 @@ namespace {
 // in flight for one core to approach the memory bandwidth.
 constexpr int64_t kPrefetchBytes = 4096;
 // Prefill works on blocks of K whose weight slice (a panel's columns) stays in L1 while every
-// row tile of the block reads it; partial sums wait in y between blocks (f32, so exact). Panels
+// row tile of the block reads it; partial sums wait in y (or, accumulating into y, in scratch)
+// between blocks (f32, so exact). Panels
 // outer, blocks inner: the panel's rows of y stay in L1 from block to block (blocks outer sent
 // all of y through the caches once per block: 8 MB per block for the 1B head at 16 rows).
 constexpr int64_t kBlockBytes = 32 * 1024;
@@ -122,19 +123,35 @@ struct ExactF32 {
   }
 };
 
+// Where a run's sums go: the outputs to y (row stride ldy) as the epilogue says, and the partial
+// sums between K blocks to y as well or, when accumulating into y (which holds what the outputs
+// are added to), to `partial`: nr floats for each row from m0 on.
+struct Target {
+  float* y;
+  int64_t ldy;
+  kernels::Epilogue epilogue;
+  float* partial;
+  int64_t m0, nr;
+
+  // Row m's partial sums from column n0 + c0 (n0: a panel's first column).
+  DQ4_DENSE_INLINE float* partial_row(int64_t m, int64_t n0, int64_t c0) const {
+    return partial == nullptr ? y + m * ldy + n0 + c0 : partial + (m - m0) * nr + c0;
+  }
+};
+
 // Rows m..m+MR-1 x columns c0 .. c0 + NV kLanes from the panel at `panel` (first column n0; NV
-// may span the next panel too), over k0..k1: starts from 0 (k0 = 0) or the partial sums in y,
-// ends with bias and clamp (k1 = K).
+// may span the next panel too), over k0..k1: starts from 0 (k0 = 0) or the partial sums, ends
+// with bias, clamp and the epilogue's store (k1 = K) or else with the partial sums.
 template <class V, class P, int MR, int NV, Prefetch kPrefetch>
-void tile(const Layout& l, const uint8_t* panel, int64_t c0, const Lhs& lhs, int64_t m, float* y,
-          int64_t ldy, int64_t n0, int64_t k0, int64_t k1, float lo, float hi) {
+void tile(const Layout& l, const uint8_t* panel, int64_t c0, const Lhs& lhs, int64_t m,
+          const Target& out, int64_t n0, int64_t k0, int64_t k1) {
   using Reg = typename V::Reg;
   constexpr int L = V::kLanes;
   const int64_t valid = l.n - n0 - c0;  // columns of the tile that exist (may exceed NV L)
   Reg acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-    const float* row = y + (m + r) * ldy + n0 + c0;
+    const float* row = k0 == 0 ? nullptr : out.partial_row(m + r, n0, c0);
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       if (k0 == 0 || valid <= L * j)
@@ -148,18 +165,23 @@ void tile(const Layout& l, const uint8_t* panel, int64_t c0, const Lhs& lhs, int
   P::template accumulate<MR, NV, kPrefetch>(lhs, m, panel + c0 * 4 + k0 / l.step_k() * l.step_bytes,
                                             l.step_bytes, l.panel_bytes, k0, k1, acc);
   const bool last = k1 == l.k;
-  const Reg vlo = V::set1(lo), vhi = V::set1(hi);
+  const bool add = last && out.epilogue.accumulate;
+  const Reg vlo = V::set1(out.epilogue.lo), vhi = V::set1(out.epilogue.hi);
   for (int r = 0; r < MR; ++r) {
-    float* row = y + (m + r) * ldy + n0 + c0;
+    float* row = last ? out.y + (m + r) * out.ldy + n0 + c0 : out.partial_row(m + r, n0, c0);
 #pragma GCC unroll 8
     for (int j = 0; j < NV; ++j) {
       if (valid <= L * j) break;
       const float* bias = panel_bias(vector_at<V>(panel, l.panel_bytes, j), l) + c0;
-      const Reg out = last ? V::clamp(V::add(acc[r][j], V::load(bias)), vlo, vhi) : acc[r][j];
-      if (valid >= L * (j + 1))
-        V::store(row + L * j, out);
-      else
-        V::store_n(row + L * j, out, static_cast<int>(valid - L * j));
+      Reg v = last ? V::clamp(V::add(acc[r][j], V::load(bias)), vlo, vhi) : acc[r][j];
+      if (valid >= L * (j + 1)) {
+        if (add) v = V::add(V::load(row + L * j), v);
+        V::store(row + L * j, v);
+      } else {
+        const int n = static_cast<int>(valid - L * j);
+        if (add) v = V::add(V::load_n(row + L * j, n), v);
+        V::store_n(row + L * j, v, n);
+      }
     }
   }
 }
@@ -167,28 +189,29 @@ void tile(const Layout& l, const uint8_t* panel, int64_t c0, const Lhs& lhs, int
 // tile<rows, NV> over the columns of one panel, for a run-time rows in 1..Rows.
 template <class V, class P, int Rows, int NV, Prefetch kPrefetch>
 void tile_rows(const Layout& l, const uint8_t* panel, const Lhs& lhs, int64_t m, int64_t rows,
-               float* y, int64_t ldy, int64_t n0, int64_t k0, int64_t k1, float lo, float hi) {
+               const Target& out, int64_t n0, int64_t k0, int64_t k1) {
   if constexpr (Rows > 0) {
     if (rows != Rows)
-      return tile_rows<V, P, Rows - 1, NV, kPrefetch>(l, panel, lhs, m, rows, y, ldy, n0, k0, k1,
-                                                      lo, hi);
+      return tile_rows<V, P, Rows - 1, NV, kPrefetch>(l, panel, lhs, m, rows, out, n0, k0, k1);
     for (int64_t c0 = 0; c0 < l.nr && n0 + c0 < l.n; c0 += NV * V::kLanes)
-      tile<V, P, Rows, NV, kPrefetch>(l, panel, c0, lhs, m, y, ldy, n0, k0, k1, lo, hi);
+      tile<V, P, Rows, NV, kPrefetch>(l, panel, c0, lhs, m, out, n0, k0, k1);
   }
 }
 
 template <class V, class P>
 void run_panels(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t m0, int64_t m1,
-                int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+                int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e,
+                float* partial) {
+  const Target out{y, ldy, e, e.accumulate ? partial : nullptr, m0, l.nr};
   if (m1 - m0 <= V::kDecodeRows) {  // decode: one pass over each panel, streamed from memory
     int64_t p = p0;
     if (m1 - m0 == 1)  // one row: two panels at a time, so that enough FMA chains overlap
       for (; p + 2 <= p1; p += 2)
         tile<V, P, 1, 2 * V::kDecodeVectors, Prefetch::ahead>(l, panel_at(packed, l, p), 0, lhs, m0,
-                                                              y, ldy, p * l.nr, 0, l.k, lo, hi);
+                                                              out, p * l.nr, 0, l.k);
     for (; p < p1; ++p)
       tile_rows<V, P, V::kDecodeRows, V::kDecodeVectors, Prefetch::ahead>(
-          l, panel_at(packed, l, p), lhs, m0, m1 - m0, y, ldy, p * l.nr, 0, l.k, lo, hi);
+          l, panel_at(packed, l, p), lhs, m0, m1 - m0, out, p * l.nr, 0, l.k);
     return;
   }
   const int64_t element_bytes = l.element == Element::bf16 ? 2 : 4;
@@ -201,13 +224,13 @@ void run_panels(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t 
         const int64_t rows = std::min<int64_t>(V::kPrefillRows, m1 - m);
         if (m == m0)
           tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::ahead>(
-              l, panel, lhs, m, rows, y, ldy, p * l.nr, k0, k1, lo, hi);
+              l, panel, lhs, m, rows, out, p * l.nr, k0, k1);
         else if (m == m0 + V::kPrefillRows)
           tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::next_block>(
-              l, panel, lhs, m, rows, y, ldy, p * l.nr, k0, k1, lo, hi);
+              l, panel, lhs, m, rows, out, p * l.nr, k0, k1);
         else
           tile_rows<V, P, V::kPrefillRows, V::kPrefillVectors, Prefetch::none>(
-              l, panel, lhs, m, rows, y, ldy, p * l.nr, k0, k1, lo, hi);
+              l, panel, lhs, m, rows, out, p * l.nr, k0, k1);
       }
     }
   }
@@ -216,11 +239,11 @@ void run_panels(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t 
 // The exact math for either element type.
 template <class V>
 void run_exact(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t m0, int64_t m1,
-               int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+               int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, float* partial) {
   if (l.element == Element::bf16)
-    run_panels<V, ExactBf16<V>>(l, packed, lhs, m0, m1, p0, p1, y, ldy, lo, hi);
+    run_panels<V, ExactBf16<V>>(l, packed, lhs, m0, m1, p0, p1, y, ldy, e, partial);
   else
-    run_panels<V, ExactF32<V>>(l, packed, lhs, m0, m1, p0, p1, y, ldy, lo, hi);
+    run_panels<V, ExactF32<V>>(l, packed, lhs, m0, m1, p0, p1, y, ldy, e, partial);
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ int64_t prepare(const Layout& l, int64_t m0, int64_t m1, const Lhs& lhs) {
 }
 
 void run(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t m0, int64_t m1, int64_t p0,
-         int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+         int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, float* /*partial*/) {
   for (int64_t p = p0; p < p1; ++p) {
     const uint8_t* panel = panel_at(packed, l, p);
     for (int64_t c = 0; c < l.nr && p * l.nr + c < l.n; ++c) {
@@ -35,7 +35,7 @@ void run(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t m0, int
         const float* x = lhs.x + m * lhs.ldx;
         float acc = 0.0f;
         for (int64_t k = 0; k < l.k; ++k) acc = std::fma(x[k], weight_at(l, panel, c, k), acc);
-        y[m * ldy + n] = clamp(acc + panel_bias(panel, l)[c], lo, hi);
+        kernels::write_output(&y[m * ldy + n], clamp(acc + panel_bias(panel, l)[c], e.lo, e.hi), e);
       }
     }
   }

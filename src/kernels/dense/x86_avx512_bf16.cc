@@ -56,11 +56,11 @@ int64_t prepare(const Layout& l, int64_t m0, int64_t m1, const Lhs& lhs) {
 }
 
 void run(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t m0, int64_t m1, int64_t p0,
-         int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+         int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, float* partial) {
   if (l.element == Element::bf16)
-    run_panels<Zmm, DotBf16>(l, packed, lhs, m0, m1, p0, p1, y, ldy, lo, hi);
+    run_panels<Zmm, DotBf16>(l, packed, lhs, m0, m1, p0, p1, y, ldy, e, partial);
   else
-    run_panels<Zmm, ExactF32<Zmm>>(l, packed, lhs, m0, m1, p0, p1, y, ldy, lo, hi);
+    run_panels<Zmm, ExactF32<Zmm>>(l, packed, lhs, m0, m1, p0, p1, y, ldy, e, partial);
 }
 
 bool supported(const CpuFeatures& f) { return f.avx512f && f.avx512_bf16; }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "../epilogue.h"
 #include "../int4/layout.h"
 #include "dq4/kernels/cpu_features.h"
 
@@ -23,9 +24,9 @@ struct Kernel {
   int64_t nr;           // panel width of the layout it packs (the reference runs any width)
   bool (*supported)(const CpuFeatures&);
   // y[m0..m1) x [columns of panels p0..p1) = clamp(x[m0..m1) . dequant(W)^T + bias, lo, hi),
-  // x and y with row strides ldx and ldy.
+  // stored or added as `out` says (../epilogue.h); x and y with row strides ldx and ldy.
   void (*run)(const Layout& layout, const uint8_t* packed, const float* x, int64_t ldx, int64_t m0,
-              int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi);
+              int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue out);
 };
 
 // The k of group g that hold weights (the layout pads the last group beyond k).

@@ -44,12 +44,13 @@ float output(const PanelView& panel, int64_t c, const float* x) {
 }
 
 void run(const Layout& l, const uint8_t* packed, const float* x, int64_t ldx, int64_t m0,
-         int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+         int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     for (int64_t c = 0; c < l.nr && p * l.nr + c < l.n; ++c)
       for (int64_t m = m0; m < m1; ++m)
-        y[m * ldy + p * l.nr + c] = clamp(output(panel, c, x + m * ldx), lo, hi);
+        kernels::write_output(&y[m * ldy + p * l.nr + c],
+                              clamp(output(panel, c, x + m * ldx), e.lo, e.hi), e);
   }
 }
 

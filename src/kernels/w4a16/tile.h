@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernel.h"
@@ -61,7 +62,7 @@ DQ4_ALWAYS_INLINE typename Isa::F dequant_at(typename Isa::I raw, int i) {
 // exceeds a panel).
 template <class Isa, int MR, int NV, bool kStream>
 void tile(const Layout& l, const uint8_t* packed, int64_t p, int j0, const float* x, int64_t ldx,
-          int64_t m, float* y, int64_t ldy, float lo, float hi) {
+          int64_t m, float* y, int64_t ldy, kernels::Epilogue e) {
   using F = typename Isa::F;
   using I = typename Isa::I;
   constexpr int kLanes = Isa::kLanes;
@@ -135,7 +136,7 @@ void tile(const Layout& l, const uint8_t* packed, int64_t p, int j0, const float
     }
   }
 
-  const F vlo = Isa::set1(lo), vhi = Isa::set1(hi);
+  const F vlo = Isa::set1(e.lo), vhi = Isa::set1(e.hi);
 #pragma GCC unroll 24
   for (int v = 0; v < NV; ++v) {
     const int64_t c0 = (j0 + v) % kPanelVectors * kLanes;
@@ -145,8 +146,18 @@ void tile(const Layout& l, const uint8_t* packed, int64_t p, int j0, const float
     const F bias = Isa::loadu(panel[(j0 + v) / kPanelVectors].bias() + c0);
 #pragma GCC unroll 24
     for (int r = 0; r < MR; ++r) {
-      const F yv = Isa::clamp(Isa::add(Isa::load(out[r] + v * kLanes), bias), vlo, vhi);
-      Isa::store_columns(y + (m + r) * ldy + n0, yv, valid);
+      float* dst = y + (m + r) * ldy + n0;
+      F yv = Isa::clamp(Isa::add(Isa::load(out[r] + v * kLanes), bias), vlo, vhi);
+      if (e.accumulate) {
+        if (valid >= kLanes) {
+          yv = Isa::add(Isa::loadu(dst), yv);
+        } else {
+          alignas(64) float lanes[kLanes] = {};
+          std::memcpy(lanes, dst, static_cast<size_t>(valid) * sizeof(float));
+          yv = Isa::add(Isa::load(lanes), yv);
+        }
+      }
+      Isa::store_columns(dst, yv, valid);
     }
   }
 }
@@ -162,7 +173,7 @@ DQ4_ALWAYS_INLINE void with_rows(int64_t rows, Body&& body) {
 
 template <class Isa>
 void run(const Layout& l, const uint8_t* packed, const float* x, int64_t ldx, int64_t m0,
-         int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi) {
+         int64_t m1, int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e) {
   constexpr int kPanelVectors = Isa::kNr / Isa::kLanes;
   const int64_t rows = m1 - m0;
   if (rows <= kDecodeRows) {  // decode: one pass over the weights streamed from memory
@@ -172,9 +183,9 @@ void run(const Layout& l, const uint8_t* packed, const float* x, int64_t ldx, in
       int64_t p = p0;
       if constexpr (NP > 1)
         for (; p + NP <= p1; p += NP)
-          tile<Isa, MR, NP * kPanelVectors, true>(l, packed, p, 0, x, ldx, m0, y, ldy, lo, hi);
+          tile<Isa, MR, NP * kPanelVectors, true>(l, packed, p, 0, x, ldx, m0, y, ldy, e);
       for (; p < p1; ++p)
-        tile<Isa, MR, kPanelVectors, true>(l, packed, p, 0, x, ldx, m0, y, ldy, lo, hi);
+        tile<Isa, MR, kPanelVectors, true>(l, packed, p, 0, x, ldx, m0, y, ldy, e);
     });
     return;
   }
@@ -185,8 +196,7 @@ void run(const Layout& l, const uint8_t* packed, const float* x, int64_t ldx, in
     for (int j0 = 0; j0 < kPanelVectors && p * l.nr + j0 * Isa::kLanes < l.n; j0 += kVectors)
       for (int64_t m = m0; m < m1; m += kRows)
         with_rows<kRows>(std::min<int64_t>(kRows, m1 - m), [&](auto mr) {
-          tile<Isa, decltype(mr)::value, kVectors, false>(l, packed, p, j0, x, ldx, m, y, ldy, lo,
-                                                          hi);
+          tile<Isa, decltype(mr)::value, kVectors, false>(l, packed, p, j0, x, ldx, m, y, ldy, e);
         });
 }
 

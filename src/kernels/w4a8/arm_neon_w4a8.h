@@ -100,7 +100,7 @@ inline float32x4_t load_bf16(const uint16_t* p) {
 
 template <class Sums, int MR>
 void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, float* y,
-          int64_t ldy, int64_t n0, float lo, float hi) {
+          int64_t ldy, int64_t n0, kernels::Epilogue e) {
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
   float32x4_t out[MR][kQuads];
@@ -110,7 +110,7 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
       for (int j = 0; j < kQuads; ++j) acc[r][j] = vdupq_n_s32(0);
     Sums::template sums<MR>(panel.group_data(0), l.full_group_steps, q, 0, acc);
     for (int r = 0; r < MR; ++r) {
-      const int32x4_t offset = vdupq_n_s32(8 * lhs.asum[(m + r) * lhs.groups]);
+      const int32x4_t offset = vdupq_n_s32(8 * lhs.group_sum(m + r, 0));
       const int32_t zp = lhs.zp[m + r];
       const float32x4_t recip = vdupq_n_f32(lhs.recip[m + r]);
       for (int j = 0; j < kQuads; ++j) {
@@ -133,7 +133,7 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
       float32x4_t d[kQuads];
       for (int j = 0; j < kQuads; ++j) d[j] = load_bf16(panel.group_scales(g) + 4 * j);
       for (int r = 0; r < MR; ++r) {
-        const int32x4_t offset = vdupq_n_s32(8 * lhs.asum[(m + r) * lhs.groups + g]);
+        const int32x4_t offset = vdupq_n_s32(8 * lhs.group_sum(m + r, g));
         for (int j = 0; j < kQuads; ++j)  // acc = fma(float(block), d, acc)
           facc[r][j] = vfmaq_f32(facc[r][j], vcvtq_f32_s32(vsubq_s32(acc[r][j], offset)), d[j]);
       }
@@ -147,18 +147,19 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
       }
     }
   }
-  const float32x4_t vlo = vdupq_n_f32(lo), vhi = vdupq_n_f32(hi);
+  const float32x4_t vlo = vdupq_n_f32(e.lo), vhi = vdupq_n_f32(e.hi);
   const int64_t valid = l.n - n0;
   for (int r = 0; r < MR; ++r) {
     float* dst = y + (m + r) * ldy + n0;
     for (int j = 0; j < kQuads; ++j) {
       const float32x4_t v = clamp(out[r][j], vlo, vhi);
       if (valid >= 4 * (j + 1)) {
-        vst1q_f32(dst + 4 * j, v);
+        vst1q_f32(dst + 4 * j, e.accumulate ? vaddq_f32(vld1q_f32(dst + 4 * j), v) : v);
       } else if (valid > 4 * j) {
         float lanes[4];
         vst1q_f32(lanes, v);
-        std::memcpy(dst + 4 * j, lanes, static_cast<size_t>(valid - 4 * j) * 4);
+        for (int64_t i = 0; i < valid - 4 * j; ++i)
+          kernels::write_output(dst + 4 * j + i, lanes[i], e);
       }
     }
   }
@@ -168,21 +169,21 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
 // the GEMV path (Sums::sums<1>).
 template <class Sums>
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
-         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* /*scratch*/) {
+         int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, uint8_t* /*scratch*/) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
     int64_t m = m0;
-    for (; m + 4 <= m1; m += 4) tile<Sums, 4>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+    for (; m + 4 <= m1; m += 4) tile<Sums, 4>(l, panel, lhs, m, y, ldy, n0, e);
     switch (m1 - m) {
       case 3:
-        tile<Sums, 3>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+        tile<Sums, 3>(l, panel, lhs, m, y, ldy, n0, e);
         break;
       case 2:
-        tile<Sums, 2>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+        tile<Sums, 2>(l, panel, lhs, m, y, ldy, n0, e);
         break;
       case 1:
-        tile<Sums, 1>(l, panel, lhs, m, y, ldy, n0, lo, hi);
+        tile<Sums, 1>(l, panel, lhs, m, y, ldy, n0, e);
         break;
       default:
         break;

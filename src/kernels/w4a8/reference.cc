@@ -75,7 +75,7 @@ float groupwise_output(const PanelView& panel, int64_t c, const int8_t* q, int32
 }
 
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
-         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* /*scratch*/) {
+         int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, uint8_t* /*scratch*/) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     for (int64_t c = 0; c < l.nr && p * l.nr + c < l.n; ++c) {
@@ -84,7 +84,7 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
         const int8_t* q = lhs.q + m * lhs.ldq;
         const float out = l.channelwise ? channelwise_output(panel, c, q, lhs.zp[m], lhs.recip[m])
                                         : groupwise_output(panel, c, q, lhs.zp[m], lhs.recip[m]);
-        y[m * ldy + n] = clamp(out, lo, hi);
+        kernels::write_output(&y[m * ldy + n], clamp(out, e.lo, e.hi), e);
       }
     }
   }

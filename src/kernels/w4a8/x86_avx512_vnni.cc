@@ -155,7 +155,7 @@ inline __m512 clamp(__m512 y, __m512 lo, __m512 hi) {
 // Output rows m..m+MR-1, columns n0 + 16 j0 .. + 16 NV of one panel (n0 = the panel's first).
 template <int MR, int NV, bool kStream, bool kUnpacked>
 void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, const QuantizedLhs& lhs,
-          int64_t m, int j0, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+          int64_t m, int j0, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
   const int64_t c0 = 16 * j0;  // first column of the tile within the panel
@@ -163,7 +163,7 @@ void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, cons
   if (l.channelwise) {
     alignas(64) int32_t acc[MR][NV * 16];
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
-    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
+    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.group_sum(m + r, 0);
     dot_steps<MR, NV, kStream, 0, kUnpacked>(
         (kUnpacked ? unpacked : panel.group_data(0)) + 4 * c0, l.full_group_steps, q, 0, start,
         [&](int r, int j, __m512i sum) { _mm512_store_si512(acc[r] + 16 * j, sum); });
@@ -185,7 +185,7 @@ void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, cons
     alignas(64) float facc[MR][NV * 16] = {};
     auto group_pass = [&](int64_t g, auto fixed_steps) {
       int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
-      for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
+      for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.group_sum(m + r, g);
       const uint16_t* scales = panel.group_scales(g) + c0;
       alignas(64) float d[NV * 16];  // the group's bf16 scales widened once, not once per row
       for (int j = 0; j < NV; ++j)
@@ -230,16 +230,21 @@ void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, cons
       }
     }
   }
-  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __m512 vlo = _mm512_set1_ps(e.lo), vhi = _mm512_set1_ps(e.hi);
   const int64_t valid = l.n - n0 - c0;  // columns of this tile that exist
   for (int r = 0; r < MR; ++r) {
     float* dst = y + (m + r) * ldy + n0 + c0;
     for (int j = 0; j < NV; ++j) {
       const __m512 v = clamp(out[r][j], vlo, vhi);
-      if (valid >= 16 * (j + 1))
-        _mm512_storeu_ps(dst + 16 * j, v);
-      else if (valid > 16 * j)
-        _mm512_mask_storeu_ps(dst + 16 * j, tail_mask(valid - 16 * j), v);
+      if (valid >= 16 * (j + 1)) {
+        _mm512_storeu_ps(dst + 16 * j,
+                         e.accumulate ? _mm512_add_ps(_mm512_loadu_ps(dst + 16 * j), v) : v);
+      } else if (valid > 16 * j) {
+        const __mmask16 mask = tail_mask(valid - 16 * j);
+        _mm512_mask_storeu_ps(
+            dst + 16 * j, mask,
+            e.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst + 16 * j), v) : v);
+      }
     }
   }
 }
@@ -254,13 +259,13 @@ void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, cons
 template <int Rows, int Vectors, bool kStream, bool kUnpacked = false>
 void tile_rows(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
                const QuantizedLhs& lhs, int64_t m, int64_t rows, float* y, int64_t ldy, int64_t n0,
-               float lo, float hi) {
+               kernels::Epilogue e) {
   if constexpr (Rows > 0) {
     if (rows != Rows)
       return tile_rows<Rows - 1, Vectors, kStream, kUnpacked>(l, panel, unpacked, lhs, m, rows, y,
-                                                              ldy, n0, lo, hi);
+                                                              ldy, n0, e);
     for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += Vectors)
-      tile<Rows, Vectors, kStream, kUnpacked>(l, panel, unpacked, lhs, m, j0, y, ldy, n0, lo, hi);
+      tile<Rows, Vectors, kStream, kUnpacked>(l, panel, unpacked, lhs, m, j0, y, ldy, n0, e);
   }
 }
 
@@ -301,28 +306,28 @@ int64_t scratch_bytes(const Layout& l, int64_t rows) {
 template <bool kUnpacked>
 void prefill_panel(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
                    const QuantizedLhs& lhs, int64_t m0, int64_t m1, float* y, int64_t ldy,
-                   int64_t n0, float lo, float hi) {
+                   int64_t n0, kernels::Epilogue e) {
   for (int64_t m = m0; m < m1; m += 8)
     tile_rows<8, 2, false, kUnpacked>(l, panel, unpacked, lhs, m, std::min<int64_t>(8, m1 - m), y,
-                                      ldy, n0, lo, hi);
+                                      ldy, n0, e);
 }
 
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
-         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* scratch) {
+         int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, uint8_t* scratch) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
     if (m1 - m0 <= kBatchRows) {  // decode: the panel streamed from memory once for all rows
       tile_rows<4, kVectors, true>(l, panel, nullptr, lhs, m0, std::min<int64_t>(4, m1 - m0), y,
-                                   ldy, n0, lo, hi);
+                                   ldy, n0, e);
       for (int64_t m = m0 + 4; m < m1; m += 4)
         tile_rows<4, kVectors, false>(l, panel, nullptr, lhs, m, std::min<int64_t>(4, m1 - m), y,
-                                      ldy, n0, lo, hi);
+                                      ldy, n0, e);
     } else if (scratch != nullptr) {
       unpack_panel(l, panel, scratch);
-      prefill_panel<true>(l, panel, scratch, lhs, m0, m1, y, ldy, n0, lo, hi);
+      prefill_panel<true>(l, panel, scratch, lhs, m0, m1, y, ldy, n0, e);
     } else {
-      prefill_panel<false>(l, panel, nullptr, lhs, m0, m1, y, ldy, n0, lo, hi);
+      prefill_panel<false>(l, panel, nullptr, lhs, m0, m1, y, ldy, n0, e);
     }
   }
 }

@@ -286,7 +286,7 @@ __attribute__((always_inline)) inline void group_sums(const Layout& l, const Til
     int32_t start[MR];
     for (int r = 0; r < MR; ++r)
       start[r] = kLaneStart ? lhs.block_lane_corrections[(m + r) * l.groups + g]
-                            : -8 * lhs.asum[(m + r) * lhs.groups + g];
+                            : -8 * lhs.group_sum(m + r, g);
     const uint16_t* scales = w.panel.group_scales(g);
     dot<Dot, MR, kRead, kLaneStart>(
         w.group<kRead>(l, g), w.prefetch, l.group_steps(g), q, l.group_begin(g), start,
@@ -300,14 +300,14 @@ __attribute__((always_inline)) inline void group_sums(const Layout& l, const Til
 
 template <class Dot, int MR, Read kRead>
 void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_t m, float* y,
-          int64_t ldy, int64_t n0, float lo, float hi) {
+          int64_t ldy, int64_t n0, kernels::Epilogue e) {
   const PanelView& panel = w.panel;
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
   __m256 out[MR][kVectors];
   if (l.channelwise) {
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
-    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
+    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.group_sum(m + r, 0);
     dot<Dot, MR, kRead, false>(
         w.group<kRead>(l, 0), w.prefetch, l.full_group_steps, q, 0, start,
         [&](int r, int j, __m256i sum) {
@@ -329,7 +329,7 @@ void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
       for (int j = 0; j < kVectors; ++j) _mm256_store_ps(facc[r] + 8 * j, _mm256_setzero_ps());
-    if (Dot::kPairSums && l.group == 32)
+    if (Dot::kPairSums && l.group == 32 && lhs.block_lane_corrections != nullptr)
       group_sums<Dot, MR, kRead, true>(l, w, lhs, m, q, facc);
     else
       group_sums<Dot, MR, kRead, false>(l, w, lhs, m, q, facc);
@@ -344,18 +344,20 @@ void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_
       }
     }
   }
-  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  const __m256 vlo = _mm256_set1_ps(e.lo), vhi = _mm256_set1_ps(e.hi);
   const int64_t valid = l.n - n0;
   for (int r = 0; r < MR; ++r) {
     float* dst = y + (m + r) * ldy + n0;
     for (int j = 0; j < kVectors; ++j) {
       const __m256 v = clamp(out[r][j], vlo, vhi);
       if (valid >= 8 * (j + 1)) {
-        _mm256_storeu_ps(dst + 8 * j, v);
+        _mm256_storeu_ps(dst + 8 * j,
+                         e.accumulate ? _mm256_add_ps(_mm256_loadu_ps(dst + 8 * j), v) : v);
       } else if (valid > 8 * j) {
         float lanes[8];
         _mm256_storeu_ps(lanes, v);
-        std::memcpy(dst + 8 * j, lanes, static_cast<size_t>(valid - 8 * j) * 4);
+        for (int64_t i = 0; i < valid - 8 * j; ++i)
+          kernels::write_output(dst + 8 * j + i, lanes[i], e);
       }
     }
   }
@@ -364,16 +366,16 @@ void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_
 // tile<Dot, rows, kRead> for a run-time rows in 1..4.
 template <class Dot, Read kRead>
 void tile_rows(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_t m,
-               int64_t rows, float* y, int64_t ldy, int64_t n0, float lo, float hi) {
+               int64_t rows, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
   switch (rows) {
     case 4:
-      return tile<Dot, 4, kRead>(l, w, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 4, kRead>(l, w, lhs, m, y, ldy, n0, e);
     case 3:
-      return tile<Dot, 3, kRead>(l, w, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 3, kRead>(l, w, lhs, m, y, ldy, n0, e);
     case 2:
-      return tile<Dot, 2, kRead>(l, w, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 2, kRead>(l, w, lhs, m, y, ldy, n0, e);
     default:
-      return tile<Dot, 1, kRead>(l, w, lhs, m, y, ldy, n0, lo, hi);
+      return tile<Dot, 1, kRead>(l, w, lhs, m, y, ldy, n0, e);
   }
 }
 
@@ -413,7 +415,7 @@ inline int64_t scratch_bytes(const Layout& l, int64_t rows) {
 
 template <class Dot>
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
-         int64_t p0, int64_t p1, float* y, int64_t ldy, float lo, float hi, uint8_t* scratch) {
+         int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, uint8_t* scratch) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
@@ -421,7 +423,7 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
       unpack_panel(l, panel, scratch);
       for (int64_t m = m0; m < m1; m += 4)
         tile_rows<Dot, Read::planes>(l, {panel, scratch, 0}, lhs, m, std::min<int64_t>(4, m1 - m),
-                                     y, ldy, n0, lo, hi);
+                                     y, ldy, n0, e);
       continue;
     }
     // Every 4-row tile reads the whole panel. Panel outer, rows inner: the weights are read from
@@ -429,14 +431,14 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     // next panel); the second, while it computes from L1, brings the next panel's weights into
     // the caches, so that with a few tiles per panel the first does not wait on memory.
     tile_rows<Dot, Read::nibbles_prefetching>(l, {panel, nullptr, kPrefetchBytes}, lhs, m0,
-                                              std::min<int64_t>(4, m1 - m0), y, ldy, n0, lo, hi);
+                                              std::min<int64_t>(4, m1 - m0), y, ldy, n0, e);
     for (int64_t m = m0 + 4; m < m1; m += 4) {
       const int64_t rows = std::min<int64_t>(4, m1 - m);
       if (m == m0 + 4 && p + 1 < p1)
         tile_rows<Dot, Read::nibbles_prefetching>(l, {panel, nullptr, l.panel_bytes}, lhs, m, rows,
-                                                  y, ldy, n0, lo, hi);
+                                                  y, ldy, n0, e);
       else
-        tile_rows<Dot, Read::nibbles>(l, {panel, nullptr, 0}, lhs, m, rows, y, ldy, n0, lo, hi);
+        tile_rows<Dot, Read::nibbles>(l, {panel, nullptr, 0}, lhs, m, rows, y, ldy, n0, e);
     }
   }
 }
