@@ -110,7 +110,7 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
       for (int j = 0; j < kQuads; ++j) acc[r][j] = vdupq_n_s32(0);
     Sums::template sums<MR>(panel.group_data(0), l.full_group_steps, q, 0, acc);
     for (int r = 0; r < MR; ++r) {
-      const int32x4_t offset = vdupq_n_s32(8 * lhs.group_sum(m + r, 0));
+      const int32x4_t offset = vdupq_n_s32(8 * lhs.asum[(m + r) * lhs.groups]);
       const int32_t zp = lhs.zp[m + r];
       const float32x4_t recip = vdupq_n_f32(lhs.recip[m + r]);
       for (int j = 0; j < kQuads; ++j) {
@@ -133,7 +133,7 @@ void tile(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int6
       float32x4_t d[kQuads];
       for (int j = 0; j < kQuads; ++j) d[j] = load_bf16(panel.group_scales(g) + 4 * j);
       for (int r = 0; r < MR; ++r) {
-        const int32x4_t offset = vdupq_n_s32(8 * lhs.group_sum(m + r, g));
+        const int32x4_t offset = vdupq_n_s32(8 * lhs.asum[(m + r) * lhs.groups + g]);
         for (int j = 0; j < kQuads; ++j)  // acc = fma(float(block), d, acc)
           facc[r][j] = vfmaq_f32(facc[r][j], vcvtq_f32_s32(vsubq_s32(acc[r][j], offset)), d[j]);
       }

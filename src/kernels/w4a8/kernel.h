@@ -21,15 +21,12 @@ using int4::round_up;
 
 // Activations quantized per row (qai8dx), in natural k order, each row zero-padded to kp.
 struct QuantizedLhs {
-  int8_t* q = nullptr;     // [m, kp]
-  int64_t ldq = 0;         // = kp
-  float* recip = nullptr;  // [m] (rmax - rmin) / 255 as KleidiAI computes it (1 / mul)
-  int32_t* zp = nullptr;   // [m] nudged zero point
-  // [m, groups] sum of q over each group of the quantizer's layout (channelwise: over K). The
-  // matmul hands its kernels the sums of 32-k blocks, from which group_sum() adds up a group's.
-  int32_t* asum = nullptr;
+  int8_t* q = nullptr;      // [m, kp]
+  int64_t ldq = 0;          // = kp
+  float* recip = nullptr;   // [m] (rmax - rmin) / 255 as KleidiAI computes it (1 / mul)
+  int32_t* zp = nullptr;    // [m] nudged zero point
+  int32_t* asum = nullptr;  // [m, groups] sum of q over each group (channelwise: over K)
   int64_t groups = 0;
-  int64_t blocks_per_group = 1;  // entries of asum per group of the kernel's layout
   // [m, kp / 32]: per 32-k block, -8 sum q over the k with k % 4 < 2 (low int16) and over the
   // others (high int16): the correction of sum q u (u = w + 8) to sum q w, split as the two int16
   // lanes of each column's VPMADDUBSW pair sums hold it, so that those can start from it. Each
@@ -37,18 +34,6 @@ struct QuantizedLhs {
   // by quantize() when its kernel says so (fills_lane_corrections); null when the activations
   // come from another quantizer, and the kernels then add the correction after widening.
   int32_t* block_lane_corrections = nullptr;
-
-  // The sum of q over group g of row `row` (the last group may hold fewer blocks).
-  DQ4_ALWAYS_INLINE int32_t group_sum(int64_t row, int64_t g) const {
-    const int32_t* sums = asum + row * groups + g * blocks_per_group;
-    if (blocks_per_group == 1) return sums[0];
-    const int64_t blocks = groups - g * blocks_per_group < blocks_per_group
-                               ? groups - g * blocks_per_group
-                               : blocks_per_group;
-    int32_t total = 0;
-    for (int64_t b = 0; b < blocks; ++b) total += sums[b];
-    return total;
-  }
 };
 
 struct Kernel {

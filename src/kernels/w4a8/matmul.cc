@@ -132,23 +132,44 @@ void MatmulTiles::run(int64_t t) const {
   const Kernel& kernel = w.kernel();
   const Layout l = make_layout(w.n(), w.k(), w.group_size(), kernel.nr);
   const uint8_t* base = x.data_.data();
+  const int32_t* block_sums = reinterpret_cast<const int32_t*>(base + x.sums_offset_);
+  // One piece of this thread's scratch: the kernel's, then (unless the groups are the 32-k
+  // blocks) the rows' sums over the weights' groups, added up from the block sums.
+  const int64_t kernel_bytes =
+      round_up(kernel.scratch_bytes != nullptr ? kernel.scratch_bytes(l, m1 - m0) : 0, 64);
+  const bool block_groups = l.groups == x.blocks_;
+  const int64_t sum_bytes = block_groups ? 0 : m1 * l.groups * 4;
+  uint8_t* scratch = kernel_bytes + sum_bytes > 0
+                         ? kernels::thread_scratch(static_cast<size_t>(kernel_bytes + sum_bytes))
+                         : nullptr;
   QuantizedLhs lhs;
   lhs.q = const_cast<int8_t*>(reinterpret_cast<const int8_t*>(base));
   lhs.ldq = x.ldq_;
   lhs.recip = const_cast<float*>(reinterpret_cast<const float*>(base + x.recip_offset_));
   lhs.zp = const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.zp_offset_));
-  lhs.asum = const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.sums_offset_));
-  lhs.groups = x.blocks_;
-  lhs.blocks_per_group = l.channelwise ? x.blocks_ : l.group / kSumBlock;
+  lhs.groups = l.groups;
+  if (block_groups) {
+    lhs.asum = const_cast<int32_t*>(block_sums);
+  } else {
+    // Rows [m0, m1) of an [m1, groups] table, so that the kernels index rows as everywhere else.
+    lhs.asum = reinterpret_cast<int32_t*>(scratch + kernel_bytes);
+    const int64_t per_group = l.channelwise ? x.blocks_ : l.group / kSumBlock;
+    for (int64_t r = m0; r < m1; ++r) {
+      const int32_t* row = block_sums + r * x.blocks_;
+      for (int64_t g = 0; g < l.groups; ++g) {
+        const int64_t b1 = std::min(x.blocks_, (g + 1) * per_group);
+        int32_t total = 0;
+        for (int64_t b = g * per_group; b < b1; ++b) total += row[b];
+        lhs.asum[r * l.groups + g] = total;
+      }
+    }
+  }
   lhs.block_lane_corrections =
       x.lane_corrections_
           ? const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.corrections_offset_))
           : nullptr;
-  const int64_t scratch_bytes =
-      kernel.scratch_bytes != nullptr ? kernel.scratch_bytes(l, m1 - m0) : 0;
-  kernel.run(
-      l, w.data(), lhs, m0, m1, p0, p1, args_.y, args_.ldy, kernels::epilogue_of(args_),
-      scratch_bytes > 0 ? kernels::thread_scratch(static_cast<size_t>(scratch_bytes)) : nullptr);
+  kernel.run(l, w.data(), lhs, m0, m1, p0, p1, args_.y, args_.ldy, kernels::epilogue_of(args_),
+             kernel_bytes > 0 ? scratch : nullptr);
 }
 
 void matmul(const PackedWeights& w, const QuantizedActivations& x, const MatmulArgs& a) {

@@ -163,7 +163,7 @@ void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, cons
   if (l.channelwise) {
     alignas(64) int32_t acc[MR][NV * 16];
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
-    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.group_sum(m + r, 0);
+    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
     dot_steps<MR, NV, kStream, 0, kUnpacked>(
         (kUnpacked ? unpacked : panel.group_data(0)) + 4 * c0, l.full_group_steps, q, 0, start,
         [&](int r, int j, __m512i sum) { _mm512_store_si512(acc[r] + 16 * j, sum); });
@@ -185,7 +185,7 @@ void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, cons
     alignas(64) float facc[MR][NV * 16] = {};
     auto group_pass = [&](int64_t g, auto fixed_steps) {
       int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
-      for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.group_sum(m + r, g);
+      for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
       const uint16_t* scales = panel.group_scales(g) + c0;
       alignas(64) float d[NV * 16];  // the group's bf16 scales widened once, not once per row
       for (int j = 0; j < NV; ++j)

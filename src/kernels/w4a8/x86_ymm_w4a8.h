@@ -286,7 +286,7 @@ __attribute__((always_inline)) inline void group_sums(const Layout& l, const Til
     int32_t start[MR];
     for (int r = 0; r < MR; ++r)
       start[r] = kLaneStart ? lhs.block_lane_corrections[(m + r) * l.groups + g]
-                            : -8 * lhs.group_sum(m + r, g);
+                            : -8 * lhs.asum[(m + r) * lhs.groups + g];
     const uint16_t* scales = w.panel.group_scales(g);
     dot<Dot, MR, kRead, kLaneStart>(
         w.group<kRead>(l, g), w.prefetch, l.group_steps(g), q, l.group_begin(g), start,
@@ -307,7 +307,7 @@ void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_
   __m256 out[MR][kVectors];
   if (l.channelwise) {
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
-    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.group_sum(m + r, 0);
+    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
     dot<Dot, MR, kRead, false>(
         w.group<kRead>(l, 0), w.prefetch, l.full_group_steps, q, 0, start,
         [&](int r, int j, __m256i sum) {
