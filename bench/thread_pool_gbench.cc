@@ -15,24 +15,22 @@
 
 namespace {
 
-void empty_task(int64_t) {}
+const auto empty_task = [](int64_t) {};
 
 void handoff(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   dq4::ThreadPool pool(threads);
-  const std::function<void(int64_t)> task = empty_task;
-  for (auto _ : state) pool.run(threads, task);
+  for (auto _ : state) pool.run(threads, empty_task);
 }
 BENCHMARK(handoff)->ArgName("threads")->Arg(2)->Arg(4);
 
 void handoff_after_idle(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   dq4::ThreadPool pool(threads);
-  const std::function<void(int64_t)> task = empty_task;
   for (auto _ : state) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const auto start = std::chrono::steady_clock::now();
-    pool.run(threads, task);
+    pool.run(threads, empty_task);
     state.SetIterationTime(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
