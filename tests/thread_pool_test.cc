@@ -83,8 +83,9 @@ TEST(ThreadPool, HonoursTheThreadLimit) {
         static_cast<int>(limit));
     EXPECT_FALSE(rendezvous.gave_up());
     EXPECT_EQ(rendezvous.threads().size(), limit);
-    if (limit == 1)
+    if (limit == 1) {
       EXPECT_EQ(rendezvous.threads(), std::set<std::thread::id>{std::this_thread::get_id()});
+    }
   }
 }
 
