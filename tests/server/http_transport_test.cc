@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dq4/kernels/error.h"
+#include "eventually.h"
 #include "http_client.h"
 #include "http_server.h"
 
@@ -20,16 +21,7 @@ namespace dq4::server {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Waits at most 10 s for `done`.
-template <class F>
-bool eventually(F done) {
-  for (int i = 0; i < 1000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
-}
+using test::eventually;
 
 class HttpTransport : public ::testing::Test {
  protected:

@@ -32,6 +32,7 @@
 #include "../fixtures.h"
 #include "dq4/kernels/error.h"
 #include "dq4/server/listener.h"
+#include "eventually.h"
 #include "http_client.h"
 #include "promtool.h"
 #include "serve_process.h"
@@ -120,26 +121,6 @@ std::string complete(int port, const json& body) {
   const HttpReply r = post(port, "/v1/completions", body.dump());
   EXPECT_EQ(r.status, 200) << r.body;
   return json::parse(r.body)["choices"][0]["text"];
-}
-
-// A metric's value (first sample whose line starts with `prefix`), -1 when absent.
-double metric(int port, const std::string& prefix) {
-  const std::string text = get(port, "/metrics", "").body;
-  for (size_t at = 0; (at = text.find(prefix, at)) != std::string::npos; ++at)
-    if (at == 0 || text[at - 1] == '\n') {
-      const size_t end = text.find('\n', at);
-      return std::stod(text.substr(text.rfind(' ', end) + 1, end - text.rfind(' ', end) - 1));
-    }
-  return -1;
-}
-
-template <class F>
-bool eventually(F done) {
-  for (int i = 0; i < 1000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
 }
 
 json greedy(const std::string& prompt, int max_tokens) {

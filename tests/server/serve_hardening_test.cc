@@ -19,6 +19,7 @@
 #include "../cli_runner.h"
 #include "../fixtures.h"
 #include "dq4/kernels/error.h"
+#include "eventually.h"
 #include "http_client.h"
 #include "serve_process.h"
 
@@ -59,28 +60,6 @@ std::string complete(int port, const json& body) {
   EXPECT_EQ(r.status, 200) << r.body;
   const json j = json::parse(r.body, nullptr, false);
   return j.is_object() ? j["choices"][0]["text"].get<std::string>() : "";
-}
-
-// A metric's value (the first sample whose line starts with `prefix`), -1 when absent.
-double metric(int port, const std::string& prefix) {
-  const std::string text = request(port, "GET", "/metrics", "", "").body;
-  for (size_t at = 0; (at = text.find(prefix, at)) != std::string::npos; ++at)
-    if (at == 0 || text[at - 1] == '\n') {
-      const size_t end = text.find('\n', at);
-      const size_t space = text.rfind(' ', end);
-      return std::stod(text.substr(space + 1, end - space - 1));
-    }
-  return -1;
-}
-
-// Waits at most 10 s for `done`.
-template <class F>
-bool eventually(F done) {
-  for (int i = 0; i < 1000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
 }
 
 // Whether the server closed `client`'s connection (reading gets its end, not a response).

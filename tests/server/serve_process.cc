@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "http_client.h"
+
 namespace dq4::test {
 
 ServeProcess::ServeProcess(const std::vector<std::string>& args, bool any_port) {
@@ -88,6 +90,19 @@ std::string ServeProcess::log() const {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+double metric(int port, const std::string& prefix) {
+  server::HttpClient client("127.0.0.1", port);
+  client.send("GET", "/metrics", "", "");
+  const std::string text = client.read_reply().body;
+  for (size_t at = 0; (at = text.find(prefix, at)) != std::string::npos; ++at)
+    if (at == 0 || text[at - 1] == '\n') {
+      const size_t end = text.find('\n', at);
+      const size_t space = text.rfind(' ', end);
+      return std::stod(text.substr(space + 1, end - space - 1));
+    }
+  return -1;
 }
 
 }  // namespace dq4::test

@@ -36,4 +36,8 @@ class ServeProcess {
   std::string log_path_;
 };
 
+// The value of the first sample on a line starting with `prefix` in the /metrics of the server
+// on `port`, or -1 when there is none.
+double metric(int port, const std::string& prefix);
+
 }  // namespace dq4::test
