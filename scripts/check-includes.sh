@@ -14,8 +14,9 @@ declare -A allowed=(
   [layers]="layers quant io kernels"
   [model]="model layers quant io kernels"
   [convert]="convert model layers quant io tokenizer kernels"
-  [engine]="engine model layers quant io tokenizer kernels"
-  [server]="server engine model layers quant io tokenizer kernels"
+  [constrain]="constrain io tokenizer kernels"
+  [engine]="engine constrain model layers quant io tokenizer kernels"
+  [server]="server engine constrain model layers quant io tokenizer kernels"
   [loadgen]="loadgen kernels"
 )
 
