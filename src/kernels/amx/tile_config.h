@@ -6,8 +6,8 @@
 
 namespace dq4::amx {
 
-constexpr int kTiles = 8;          // palette 1: tmm0..tmm7
-constexpr int kMaxRows = 16;       // palette 1: rows per tile
+constexpr int kTiles = 8;            // palette 1: tmm0..tmm7
+constexpr int kMaxRows = 16;         // palette 1: rows per tile
 constexpr int kMaxColumnBytes = 64;  // palette 1: bytes per row
 
 struct alignas(64) TileConfig {

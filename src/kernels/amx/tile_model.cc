@@ -46,7 +46,8 @@ void TileModel::loadconfig(const void* memory) {
       fault("#GP", "LDTILECFG", tile_name(t) + " has rows or bytes per row zero, not both");
   }
   if (c.start_row != 0)
-    fault("#GP", "LDTILECFG", "start_row is " + std::to_string(c.start_row) + "; dq4 never restarts");
+    fault("#GP", "LDTILECFG",
+          "start_row is " + std::to_string(c.start_row) + "; dq4 never restarts");
   config_ = c;
   configured_ = true;
   std::memset(data_, 0, sizeof data_);
@@ -71,18 +72,21 @@ void TileModel::load(int t, const void* base, int64_t stride) {
   usable(t, "TILELOADD");
   std::memset(data_[t], 0, sizeof data_[t]);
   const auto* src = static_cast<const uint8_t*>(base);
-  for (int r = 0; r < config_.rows[t]; ++r) std::memcpy(data_[t][r], src + r * stride, config_.colsb[t]);
+  for (int r = 0; r < config_.rows[t]; ++r)
+    std::memcpy(data_[t][r], src + r * stride, config_.colsb[t]);
 }
 
 void TileModel::store(int t, void* base, int64_t stride) const {
   usable(t, "TILESTORED");
   auto* dst = static_cast<uint8_t*>(base);
-  for (int r = 0; r < config_.rows[t]; ++r) std::memcpy(dst + r * stride, data_[t][r], config_.colsb[t]);
+  for (int r = 0; r < config_.rows[t]; ++r)
+    std::memcpy(dst + r * stride, data_[t][r], config_.colsb[t]);
 }
 
 template <bool kSignedA, bool kSignedB>
 void TileModel::dot(int c, int a, int b) {
-  const char* name = kSignedA ? (kSignedB ? "TDPBSSD" : "TDPBSUD") : (kSignedB ? "TDPBUSD" : "TDPBUUD");
+  const char* name =
+      kSignedA ? (kSignedB ? "TDPBSSD" : "TDPBSUD") : (kSignedB ? "TDPBUSD" : "TDPBUUD");
   usable(c, name);
   usable(a, name);
   usable(b, name);
@@ -113,5 +117,10 @@ void TileModel::dot(int c, int a, int b) {
   }
   for (int m = rows; m < kMaxRows; ++m) std::memset(data_[c][m], 0, kMaxColumnBytes);
 }
+
+template void TileModel::dot<true, true>(int, int, int);
+template void TileModel::dot<true, false>(int, int, int);
+template void TileModel::dot<false, true>(int, int, int);
+template void TileModel::dot<false, false>(int, int, int);
 
 }  // namespace dq4::amx
