@@ -81,7 +81,7 @@ bool supported(const CpuFeatures& f) {
 }  // namespace
 
 extern const Kernel kAmxKernel = {"amx",
-                                  "qai8dx_qsi4_f32_amxint8_32x32",
+                                  "qai8dx_qsi4_f32_amx_32x32",
                                   "amx_tile+amx_int8 with the OS's tile permission, avx512_vnni",
                                   amx_w4a8::kNr,
                                   supported,

@@ -55,7 +55,7 @@ bool supported(const CpuFeatures&) { return true; }
 
 }  // namespace
 
-extern const Kernel kAmxModelKernel = {"amx_model", "qai8dx_qsi4_f32_amxint8model_32x32",
+extern const Kernel kAmxModelKernel = {"amx_model", "qai8dx_qsi4_f32_amxmodel_32x32",
                                        "nothing",   amx_w4a8::kNr,
                                        supported,   quantize,
                                        run,         scratch_bytes,
