@@ -75,8 +75,12 @@ uint8_t* thread_scratch(size_t bytes) {
 }
 
 std::string unsupported_reason(const char* name, const char* needs) {
+  // AMX may be on the CPU yet refused by the OS: say which.
+  const std::string amx = std::string_view(needs).find("amx") != std::string_view::npos
+                              ? "; AMX: " + cpu_features().amx_status
+                              : "";
   return std::string("kernel '") + name + "' needs " + needs +
-         ", which this CPU lacks (it has: " + cpu_features().to_string() + ")";
+         ", which this CPU lacks (it has: " + cpu_features().to_string() + ")" + amx;
 }
 
 // The checks build their messages only on failure: a valid call allocates nothing.
