@@ -41,9 +41,7 @@ constexpr int64_t kMaxUnpackedBytes = int64_t{2} << 20;
 enum TileIndex { kC00 = 0, kC01 = 1, kC10 = 2, kC11 = 3, kA0 = 4, kA1 = 5, kB0 = 6, kB1 = 7 };
 
 // K per TDPBSUD: 64 bytes, or 32 where groups would straddle a 64-byte chunk.
-inline int64_t chunk_bytes(const Layout& l) {
-  return l.channelwise || l.group % 64 == 0 ? 64 : 32;
-}
+inline int64_t chunk_bytes(const Layout& l) { return l.channelwise || l.group % 64 == 0 ? 64 : 32; }
 // K as the tiles read it: a multiple of 64 (groups of 32 begin at multiples of 32).
 inline int64_t padded_k(const Layout& l) { return round_up(l.kp, 64); }
 inline int64_t unpacked_bytes(const Layout& l) { return kNr * padded_k(l); }
@@ -56,22 +54,21 @@ inline amx::TileConfig tile_config(int64_t chunk) {
   return c;
 }
 
-// Loads the configuration for `chunk` unless this thread already holds it (the tile state is
-// per thread and survives preemption once the OS saves it).
+// Loads the configuration for `chunk` unless this thread's tiles hold it already (the tile state
+// is per thread and survives preemption once the OS saves it). Read back rather than remembered:
+// other tile code on the thread (the bench's peak probe) may have reconfigured or released them.
 template <class Tiles>
 void configure(int64_t chunk) {
-  thread_local int64_t loaded = 0;
-  if (loaded == chunk) return;
-  const amx::TileConfig c = tile_config(chunk);
-  Tiles::configure(c);
-  loaded = chunk;
+  const amx::TileConfig wanted = tile_config(chunk);
+  const amx::TileConfig held = Tiles::config();
+  if (std::memcmp(&held, &wanted, sizeof wanted) != 0) Tiles::configure(wanted);
 }
 
 struct Scratch {
-  int8_t* a;       // [rows rounded to 32, padded_k]
-  uint8_t* b;      // [4 blocks][padded_k / 4][64]
-  int32_t* c;      // [32][32]
-  float* facc;     // [32][32]
+  int8_t* a;    // [rows rounded to 32, padded_k]
+  uint8_t* b;   // [4 blocks][padded_k / 4][64]
+  int32_t* c;   // [32][32]
+  float* facc;  // [32][32]
   int64_t rows_padded;
 };
 
@@ -205,7 +202,8 @@ void block(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, con
       float d[32];
       for (int c = 0; c < 32; ++c) d[c] = bf16_bits_to_f32(scales[c]);
       for (int64_t r = 0; r < rows; ++r) {
-        const uint32_t offset = static_cast<uint32_t>(-8 * lhs.asum[(m0 + rb + r) * lhs.groups + g]);
+        const uint32_t offset =
+            static_cast<uint32_t>(-8 * lhs.asum[(m0 + rb + r) * lhs.groups + g]);
         float* acc = s.facc + r * 32;
         for (int c = 0; c < 32; ++c) {
           const int32_t sum = static_cast<int32_t>(static_cast<uint32_t>(s.c[r * 32 + c]) + offset);
@@ -227,7 +225,8 @@ void block(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, con
   }
   for (int64_t r = 0; r < rows; ++r) {
     float* dst = y + (m0 + rb + r) * ldy + n0;
-    for (int64_t c = 0; c < cols; ++c) kernels::write_output(dst + c, clamp(out[r][c], e.lo, e.hi), e);
+    for (int64_t c = 0; c < cols; ++c)
+      kernels::write_output(dst + c, clamp(out[r][c], e.lo, e.hi), e);
   }
 }
 

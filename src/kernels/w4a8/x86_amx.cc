@@ -26,6 +26,11 @@ namespace {
 
 struct HardwareTiles {
   static void configure(const amx::TileConfig& c) { _tile_loadconfig(&c); }
+  static amx::TileConfig config() {
+    amx::TileConfig c;
+    _tile_storeconfig(&c);
+    return c;
+  }
   template <int T>
   static void zero() {
     DQ4_EACH_TILE(DQ4_TILE_ZERO, 0)

@@ -14,6 +14,7 @@ namespace {
 
 struct ModelTiles {
   static void configure(const amx::TileConfig& c) { amx::TileModel::current().loadconfig(&c); }
+  static amx::TileConfig config() { return amx::TileModel::current().config(); }
   template <int T>
   static void zero() {
     amx::TileModel::current().zero(T);
