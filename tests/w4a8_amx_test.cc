@@ -57,6 +57,25 @@ TEST(W4A8Amx, TakesTheTilesBackFromOtherCodeOnTheThread) {
   EXPECT_EQ(test::run_w4a8(c, d, *model, pool), first);
 }
 
+// More threads than this machine has cores, each holding its own tile state across preemption
+// and calls: every repeat gives the reference's bits. On an AMX machine this runs the real unit
+// (`amx`) too, where the tile state is the OS's to save and restore.
+TEST(W4A8Amx, ManyThreadsKeepTheirTilesAcrossCalls) {
+  std::vector<const w4a8::Kernel*> kernels;
+  for (const char* name : {"amx_model", "amx"})
+    if (const w4a8::Kernel* k = w4a8::family().find(name); k && w4a8::family().supported(*k))
+      kernels.push_back(k);
+  ASSERT_FALSE(kernels.empty());
+  ThreadPool pool(6);
+  test::W4A8Case c{.m = 40, .n = 384, .k = 256, .group = 32};
+  const test::W4A8Data d = test::make_data(c);
+  const std::vector<float> want = test::run_w4a8(c, d, *w4a8::family().find("reference"), pool);
+  for (const w4a8::Kernel* k : kernels) {
+    for (int repeat = 0; repeat < 4; ++repeat)
+      ASSERT_EQ(test::run_w4a8(c, d, *k, pool), want) << w4a8::family().name(*k);
+  }
+}
+
 }  // namespace
 }  // namespace dq4
 #endif
