@@ -24,11 +24,14 @@ namespace {
   if constexpr (T == 7) op(7, __VA_ARGS__);
 #define DQ4_TILE_ZERO(t, unused) _tile_zero(t)
 
+// GCC 12's _tile_loadconfig/_tile_storeconfig declare 8 of the 64 bytes they access and
+// _tile_loadd none, so the compiler could drop or delay stores the unit reads: the configuration
+// goes through asm naming the whole struct, and a memory barrier precedes every tile load.
 struct HardwareTiles {
-  static void configure(const amx::TileConfig& c) { _tile_loadconfig(&c); }
+  static void configure(const amx::TileConfig& c) { __asm__ volatile("ldtilecfg %0" ::"m"(c)); }
   static amx::TileConfig config() {
     amx::TileConfig c;
-    _tile_storeconfig(&c);
+    __asm__ volatile("sttilecfg %0" : "=m"(c));
     return c;
   }
   template <int T>
@@ -37,6 +40,7 @@ struct HardwareTiles {
   }
   template <int T>
   static void load(const void* base, int64_t stride) {
+    __asm__ volatile("" ::: "memory");
     DQ4_EACH_TILE(_tile_loadd, base, stride)
   }
   template <int T>
