@@ -11,6 +11,7 @@
 #include <sys/auxv.h>
 #endif
 
+#include "../src/kernels/family.h"
 #include "dq4/kernels/cpu_features.h"
 #include "dq4/kernels/error.h"
 #include "dq4/kernels/w4a8.h"
@@ -118,6 +119,25 @@ TEST(CpuDispatch, FeaturesMatchTheArchitecture) {
   std::set<std::string> named;
   for (std::string w; words >> w;) named.insert(w);
   EXPECT_EQ(named, expected) << f.to_string();
+}
+
+// A kernel marked `automatic = false` (the AMX tile model) is chosen only by name, even where it
+// is the last (best) supported kernel of its family.
+struct FakeKernel {
+  const char* name;
+  const char* variant;
+  const char* needs;
+  bool (*supported)(const CpuFeatures&);
+  bool automatic = true;
+};
+bool always(const CpuFeatures&) { return true; }
+
+TEST(CpuDispatch, KernelsNotAutomaticAreChosenOnlyByName) {
+  const FakeKernel plain{"reference", "plain", "nothing", always};
+  const FakeKernel model{"amx_model", "model", "nothing", always, false};
+  const KernelFamily<FakeKernel> family("w4a8", {&plain, &model});
+  EXPECT_EQ(&family.select(""), &plain);
+  EXPECT_EQ(&family.select("amx_model"), &model);
 }
 
 #if defined(__x86_64__)
