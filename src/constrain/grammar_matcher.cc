@@ -2,6 +2,7 @@
 // (one per accepted token) and the mask: the vocabulary's trie walked against the automaton.
 
 #include <algorithm>
+#include <array>
 
 #include "grammar_constraint.h"
 #include "stack_automaton.h"
@@ -28,6 +29,12 @@ class GrammarMatcher : public Matcher {
     std::fill(allowed.begin(), allowed.end(), 0);
     const int32_t state = history_.back();
     if (state == kEnded) return;
+    for (const CachedMask& cached : cache_) {
+      if (cached.state == state) {
+        std::copy(cached.mask.begin(), cached.mask.end(), allowed.begin());
+        return;
+      }
+    }
     const auto& nodes = vocabulary_->nodes();
     const auto& tokens = vocabulary_->trie_tokens();
     const auto& byte_sets = vocabulary_->byte_sets();
@@ -47,7 +54,7 @@ class GrammarMatcher : public Matcher {
         continue;
       }
       if (node.byte_set >= 0 &&
-          subset(byte_sets[static_cast<size_t>(node.byte_set)], automaton_.self_loops(next))) {
+          keeps_state(byte_sets[static_cast<size_t>(node.byte_set)], node.utf8_below, next)) {
         // Every byte below keeps the automaton where it is: the whole subtree is allowed.
         allow(node.token_begin, nodes[node.subtree_end].token_begin);
         n = node.subtree_end;
@@ -60,6 +67,11 @@ class GrammarMatcher : public Matcher {
     if (automaton_.can_end(state))
       for (const TokenId id : vocabulary_->eos_ids())
         allowed[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+    // Free text (a string's characters) keeps the automaton in one state token after token.
+    CachedMask& slot = cache_[next_slot_];
+    next_slot_ = (next_slot_ + 1) % cache_.size();
+    slot.state = state;
+    slot.mask.assign(allowed.begin(), allowed.end());
   }
 
   bool accept(TokenId token) override {
@@ -99,14 +111,26 @@ class GrammarMatcher : public Matcher {
  private:
   static constexpr int32_t kEnded = -3;  // in history_: EOS accepted
 
-  static bool subset(const Vocabulary::ByteSet& a, const std::array<uint64_t, 4>& b) {
-    return (a[0] & ~b[0]) == 0 && (a[1] & ~b[1]) == 0 && (a[2] & ~b[2]) == 0 && (a[3] & ~b[3]) == 0;
+  // Whether every token below a node (of bytes `below`) keeps the automaton alive from `state`:
+  // each of their bytes steps `state` to itself, or (for text that is whole UTF-8 characters) each
+  // ASCII byte does and every non-ASCII character leads back to it.
+  bool keeps_state(const Vocabulary::ByteSet& below, bool utf8_below, int32_t state) {
+    const std::array<uint64_t, 4>& loops = automaton_.self_loops(state);
+    if ((below[0] & ~loops[0]) != 0 || (below[1] & ~loops[1]) != 0) return false;
+    if ((below[2] & ~loops[2]) == 0 && (below[3] & ~loops[3]) == 0) return true;
+    return utf8_below && automaton_.loops_on_non_ascii(state);
   }
 
   StackAutomaton automaton_;
   std::shared_ptr<const Vocabulary> vocabulary_;
   std::vector<int32_t> history_;       // the state after each accepted token, initial first
   std::vector<int32_t> depth_states_;  // fill_mask: the state at each depth of the trie walk
+  struct CachedMask {
+    int32_t state = kEnded;
+    std::vector<uint64_t> mask;
+  };
+  std::array<CachedMask, 4> cache_;  // the last masks computed, by state
+  size_t next_slot_ = 0;
 };
 
 }  // namespace

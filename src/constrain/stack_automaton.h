@@ -40,6 +40,8 @@ class StackAutomaton {
   bool is_final(int32_t state) const { return states_[static_cast<size_t>(state)].stacks.empty(); }
   // The bytes on which `state` steps to itself.
   const std::array<uint64_t, 4>& self_loops(int32_t state);
+  // Every non-ASCII character's UTF-8 leads from `state` back to it (free text in a string).
+  bool loops_on_non_ascii(int32_t state);
 
  private:
   static constexpr int32_t kUnknown = -2;
@@ -52,6 +54,7 @@ class StackAutomaton {
     bool can_end = false;
     bool loops_known = false;
     std::array<uint64_t, 4> loops{};
+    int8_t non_ascii_loop = -1;  // unknown
   };
   struct KeyHash {
     size_t operator()(const std::vector<int32_t>& key) const;

@@ -100,6 +100,33 @@ TEST(Mask, EqualsBruteForceOnQwen3) { check_masks("tokenizer-qwen3", {"json", "r
 // SentencePiece encodes a text with a leading space: the JSON grammar allows one.
 TEST(Mask, EqualsBruteForceOnLlama2) { check_masks("tokenizer-llama2", {"json"}, 3); }
 
+// Inside a string most of the vocabulary is allowed and whole subtrees of the trie are taken at
+// once: with all characters, with some non-ASCII ones, with ASCII only.
+TEST(Mask, InsideStringsEqualsBruteForce) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {sample_grammars()[0].gbnf, "{\"key\": \"caf"},
+      // (" "? for SentencePiece, which encodes the prefix with a leading space)
+      {R"(root ::= " "? "\"" [a-z é]* "\"")", "\"caf"},
+      {R"(root ::= " "? "\"" [ -~]* "\"")", "\"abc"},
+  };
+  for (const std::string name : {"tokenizer-llama3", "tokenizer-llama2"}) {
+    const TestVocabulary& v = test_vocabulary(name);
+    for (const auto& [gbnf, prefix] : cases) {
+      SCOPED_TRACE(name + ": " + gbnf + " after " + prefix);
+      auto grammar = std::make_shared<ByteGrammar>(grammar_of(gbnf));
+      auto matcher = matcher_for(v, grammar);
+      BruteForceAutomaton brute(*grammar);
+      int state = brute.initial();
+      for (const TokenId id : v.tokenizer->encode(prefix)) {
+        ASSERT_TRUE(matcher->accept(id)) << id;
+        state = brute.run(state, v.tokenizer->token_bytes(id).value());
+      }
+      ASSERT_GE(state, 0);
+      EXPECT_EQ(mask_of(*matcher), brute_force_mask(brute, state, *v.tokenizer, v.size, v.eos));
+    }
+  }
+}
+
 TEST(Mask, RollbackRestoresEarlierMasksExactly) {
   const TestVocabulary& v = test_vocabulary("tokenizer-llama3");
   const SampleGrammar& json = sample_grammars()[0];
