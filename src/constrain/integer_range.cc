@@ -21,7 +21,7 @@ void same_length(const std::string& lo, const std::string& hi, const std::string
     out.push_back(before + digit_class(lo[0], hi[0]));
     return;
   }
-  const std::string rest_any = " [0-9]{" + std::to_string(n - 1) + "}";
+  const std::string rest_any = n == 2 ? " [0-9]" : " [0-9]{" + std::to_string(n - 1) + "}";
   if (lo[0] == hi[0]) {
     same_length(lo.substr(1), hi.substr(1), before + digit_class(lo[0], lo[0]) + " ", out);
     return;

@@ -138,15 +138,18 @@ class SchemaConverter {
       return rules_.shared("any-of", out);  // a rule: nested anyOf never nests parentheses
     }
     const std::vector<std::string> types = declared_types(schema, path);
-    if (schema.contains("enum") || schema.contains("const")) return enumeration(schema, types, path);
+    if (schema.contains("enum") || schema.contains("const"))
+      return enumeration(schema, types, path);
 
+    const std::vector<std::string> kinds = types.empty() ? implied_types(schema) : types;
+    if (kinds.empty()) return json_.ref(K::value);
+    if (kinds.size() == 1) return typed(schema, kinds[0], path, depth);
     std::string out;
-    for (const auto& type : types.empty() ? implied_types(schema) : types) {
+    for (const auto& type : kinds) {
       if (!out.empty()) out += " | ";
       out += typed(schema, type, path, depth);
     }
-    if (out.empty()) return json_.ref(K::value);
-    return rules_.shared("typed", out);
+    return rules_.shared("types", out);
   }
 
   void check_keywords(const Json& schema, const std::string& path) {
@@ -174,7 +177,7 @@ class SchemaConverter {
     const Json& type = schema["type"];
     const Json list = type.is_array() ? type : Json::array({type});
     for (const auto& t : list) {
-      static const std::set<std::string> known = {"null",   "boolean", "string", "number",
+      static const std::set<std::string> known = {"null",    "boolean", "string", "number",
                                                   "integer", "object",  "array"};
       if (!t.is_string() || known.count(t.get<std::string>()) == 0) {
         refuse("unknown type " + t.dump(), path + "/type");
@@ -381,15 +384,15 @@ class SchemaConverter {
         continue;
       }
       const std::string key = gbnf_literal(Json(name).dump()) + " " + ws() + " \":\" " + ws();
-      members.push_back({key + " " + visit(property, at, "", depth + 1), required.count(name) != 0});
+      members.push_back(
+          {key + " " + visit(property, at, "", depth + 1), required.count(name) != 0});
     }
 
     // Other properties: only where additionalProperties allows them (absent means no, as in
     // OpenAI's strict mode and xgrammar), after the declared ones, under any other name.
     std::string extra;
-    const Json* additional = schema.contains("additionalProperties")
-                                 ? &schema["additionalProperties"]
-                                 : nullptr;
+    const Json* additional =
+        schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
     if (additional != nullptr && *additional != Json(false)) {
       const std::string value =
           *additional == Json(true)
@@ -404,8 +407,8 @@ class SchemaConverter {
     std::vector<std::string> tail(members.size() + 1);
     if (!extra.empty()) tail.back() = rules_.shared("extra-members", "( " + comma + extra + " )*");
     for (size_t k = members.size(); k-- > 0;) {
-      std::string body = members[k].required ? comma + members[k].text
-                                             : "( " + comma + members[k].text + " )?";
+      std::string body =
+          members[k].required ? comma + members[k].text : "( " + comma + members[k].text + " )?";
       if (!tail[k + 1].empty()) body += " " + tail[k + 1];
       tail[k] = rules_.shared("members", body);
     }
@@ -430,14 +433,15 @@ class SchemaConverter {
     return key_excluding_gbnf(names, rules_, json_);
   }
 
-  std::string ref_rule(const std::string& pointer, const std::string& path,
-                       const std::string& head, int depth) {
+  std::string ref_rule(const std::string& pointer, const std::string& path, const std::string& head,
+                       int depth) {
     if (!head.empty()) head_refs_[head].insert(pointer);
     auto it = refs_.find(pointer);
     if (it != refs_.end()) return rules_.ref(it->second);
     const Json& target = resolve(pointer, path);
     const size_t slash = pointer.rfind('/');
-    const std::string name = rules_.fresh_name(pointer.substr(slash == std::string::npos ? 0 : slash + 1));
+    const std::string name =
+        rules_.fresh_name(pointer.substr(slash == std::string::npos ? 0 : slash + 1));
     refs_[pointer] = name;
     rules_.define(name, visit(target, pointer, pointer, depth + 1));
     return rules_.ref(name);
@@ -458,8 +462,8 @@ class SchemaConverter {
       if (at->is_object() && at->contains(token)) {
         at = &(*at)[token];
       } else if (at->is_array() && !token.empty() &&
-                 token.find_first_not_of("0123456789") == std::string::npos &&
-                 token.size() < 10 && std::stoul(token) < at->size()) {
+                 token.find_first_not_of("0123456789") == std::string::npos && token.size() < 10 &&
+                 std::stoul(token) < at->size()) {
         at = &(*at)[std::stoul(token)];
       } else {
         refuse("$ref '" + pointer + "' names nothing in the schema", path);

@@ -35,12 +35,12 @@ TEST(JsonSchemaGbnf, StrictModeObject) {
 TEST(JsonSchemaGbnf, OptionalPropertiesMayBeAbsent) {
   auto g = schema(R"({"type": "object", "properties": {"a": {"type": "integer"},
     "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["b"]})");
-  for (const char* ok : {R"({"b":1})", R"({"a":1,"b":2})", R"({"b":1,"c":3})",
-                         R"({"a":1, "b":2, "c":3})"}) {
+  for (const char* ok :
+       {R"({"b":1})", R"({"a":1,"b":2})", R"({"b":1,"c":3})", R"({"a":1, "b":2, "c":3})"}) {
     EXPECT_TRUE(g.accepts(ok)) << ok;
   }
-  for (const char* bad : {"{}", R"({"a":1})", R"({"c":1,"b":1})", R"({"a":1,"c":1})",
-                          R"({"b":1,})", R"({,"b":1})"}) {
+  for (const char* bad :
+       {"{}", R"({"a":1})", R"({"c":1,"b":1})", R"({"a":1,"c":1})", R"({"b":1,})", R"({,"b":1})"}) {
     EXPECT_FALSE(g.accepts(bad)) << bad;
   }
   auto none = schema(R"({"properties": {"a": {"type": "null"}, "c": {"type": "boolean"}}})");
@@ -65,8 +65,8 @@ TEST(JsonSchemaGbnf, AdditionalPropertiesNeverRepeatADeclaredName) {
 }
 
 TEST(JsonSchemaGbnf, ArraysWithBounds) {
-  auto g = schema(
-      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})");
+  auto g =
+      schema(R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})");
   EXPECT_TRUE(g.accepts("[1]"));
   EXPECT_TRUE(g.accepts("[1, 2, 3]"));
   EXPECT_FALSE(g.accepts("[]"));
@@ -115,7 +115,8 @@ TEST(JsonSchemaGbnf, AnyOfOneOfAndAllOfOfOne) {
 
 TEST(JsonSchemaGbnf, ScalarsAndNumbers) {
   auto number = schema(R"({"type": "number"})");
-  for (const char* ok : {"0", "-0.25", "1.5e3", "12E-2", "7"}) EXPECT_TRUE(number.accepts(ok)) << ok;
+  for (const char* ok : {"0", "-0.25", "1.5e3", "12E-2", "7"})
+    EXPECT_TRUE(number.accepts(ok)) << ok;
   for (const char* bad : {"01", "1.", ".5", "+1", "1e", "NaN"}) {
     EXPECT_FALSE(number.accepts(bad)) << bad;
   }
@@ -131,7 +132,8 @@ TEST(JsonSchemaGbnf, IntegerBounds) {
   for (int v : {-15, -9, -1, 0, 5, 10, 99, 100, 119, 123}) {
     EXPECT_TRUE(g.accepts(std::to_string(v))) << v;
   }
-  for (int v : {-16, -20, -100, 124, 130, 200, 1000}) EXPECT_FALSE(g.accepts(std::to_string(v))) << v;
+  for (int v : {-16, -20, -100, 124, 130, 200, 1000})
+    EXPECT_FALSE(g.accepts(std::to_string(v))) << v;
   EXPECT_FALSE(g.accepts("-0"));
   EXPECT_FALSE(g.accepts("007"));
   auto exclusive = schema(R"({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10})");
@@ -150,7 +152,7 @@ TEST(JsonSchemaGbnf, IntegerBounds) {
 TEST(JsonSchemaGbnf, StringLengthsPatternsAndFormats) {
   auto length = schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
   EXPECT_TRUE(length.accepts("\"\xC3\xA9\xC3\xA9\""));  // code points, not bytes
-  EXPECT_TRUE(length.accepts(R"("\n\u0041b")"));       // an escape is one character
+  EXPECT_TRUE(length.accepts(R"("\n\u0041b")"));        // an escape is one character
   EXPECT_FALSE(length.accepts("\"\xC3\xA9\""));
   EXPECT_FALSE(length.accepts(R"("abcd")"));
   auto pattern = schema(R"({"type": "string", "pattern": "^[a-z]+\\d\"\\.$"})");
@@ -252,7 +254,8 @@ TEST(JsonSchemaGbnf, BadJsonAndHostileNestingAreErrors) {
 
 TEST(JsonSchemaGbnf, PrefixedRules) {
   const std::string text = json_schema_to_gbnf(R"({"type": "object", "properties":
-    {"a": {"type": "string"}}, "required": ["a"]})", "tool0-");
+    {"a": {"type": "string"}}, "required": ["a"]})",
+                                               "tool0-");
   for (size_t line = 0; line < text.size(); line = text.find('\n', line) + 1) {
     EXPECT_EQ(text.compare(line, 6, "tool0-"), 0) << text;
   }
