@@ -1,8 +1,8 @@
 #pragma once
 // The grammar's pushdown automaton run on bytes, determinized lazily: a state is a set of stacks
 // (each a persistent list of NFA states, interned so equal stacks are one id), and each state's
-// transitions on the 256 bytes are computed on first use and kept. One per matcher (not
-// thread-safe); it only grows, so state ids stay valid for rollback.
+// transitions on the 256 bytes are computed on first use and kept. Not thread-safe; it only
+// grows, so state ids stay valid for rollback.
 
 #include <array>
 #include <cstdint>
@@ -26,6 +26,7 @@ class StackAutomaton {
   explicit StackAutomaton(std::shared_ptr<const ByteGrammar> grammar);
 
   int32_t initial() const { return initial_; }
+  size_t state_count() const { return states_.size(); }
   // The state after `byte`, or kDead when no stack can take it.
   int32_t step(int32_t state, uint8_t byte) {
     const int32_t next = transitions_[static_cast<size_t>(state)][byte];

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "constrain_test_support.h"
 #include "grammar_constraint.h"
@@ -146,6 +147,38 @@ TEST(Mask, RollbackRestoresEarlierMasksExactly) {
   // A refused token changes nothing.
   EXPECT_FALSE(matcher->accept(*v.tokenizer->token_to_id("}")));
   EXPECT_EQ(mask_of(*matcher), masks[0]);
+}
+
+// Matchers of one constraint share its automaton and masks, not their positions, also when used
+// from several threads at once.
+TEST(Mask, MatchersOfOneConstraintAreIndependent) {
+  const TestVocabulary& v = test_vocabulary("tokenizer-llama3");
+  const SampleGrammar& json = sample_grammars()[0];
+  const GrammarConstraint constraint(std::make_shared<ByteGrammar>(grammar_of(json.gbnf)),
+                                     v.vocabulary);
+  const std::vector<TokenId> ids = v.tokenizer->encode(json.texts[0]);
+  auto first = constraint.matcher();
+  const std::vector<uint64_t> initial = mask_of(*first);
+  auto second = constraint.matcher();
+  for (size_t i = 0; i < 5; ++i) ASSERT_TRUE(second->accept(ids[i]));
+  EXPECT_EQ(mask_of(*first), initial);
+  EXPECT_NE(mask_of(*second), initial);
+
+  std::vector<std::thread> threads;
+  std::vector<int> accepted(4, 0);
+  for (int& count : accepted) {
+    threads.emplace_back([&] {
+      auto matcher = constraint.matcher();
+      std::vector<uint64_t> mask((v.size + 63) / 64);
+      for (const TokenId id : ids) {
+        matcher->fill_mask(mask);
+        if (!((mask[static_cast<size_t>(id) / 64] >> (id % 64)) & 1) || !matcher->accept(id)) break;
+        ++count;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const int count : accepted) EXPECT_EQ(count, static_cast<int>(ids.size()));
 }
 
 TEST(Mask, SpecialTokensAndIdsBeyondTheTokenizerAreNeverAllowed) {
