@@ -14,9 +14,9 @@
 #include "dq4/constrain/constraint.h"
 #include "dq4/constrain/to_gbnf.h"
 #include "gbnf_writer.h"
-#include "integer_range.h"
 #include "json_rules.h"
 #include "key_exclusion.h"
+#include "numeric_range.h"
 #include "regex_gbnf.h"
 #include "schema_keywords.h"
 #include "string_formats.h"
@@ -234,12 +234,7 @@ class SchemaConverter {
     if (type == "boolean") return json_.ref(K::boolean);
     if (type == "string") return string_schema(schema, path);
     if (type == "integer") return integer_schema(schema, path);
-    if (type == "number") {
-      for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-        if (schema.contains(k)) refuse(std::string("keyword '") + k + "' on a number", path);
-      }
-      return json_.ref(K::number);
-    }
+    if (type == "number") return number_schema(schema, path);
     if (type == "array") return array_schema(schema, path, depth);
     return object_schema(schema, path, depth);
   }
@@ -319,6 +314,36 @@ class SchemaConverter {
     if (!lo && !hi) return json_.ref(K::integer);
     try {
       return integer_range_gbnf(lo, hi) + " " + ws();
+    } catch (const ConstraintError& e) {
+      refuse(e.what(), path);
+    }
+  }
+
+  // Bounds on a number: integers only (what covers most schemas and keeps the grammar simple).
+  std::optional<NumberBound> number_bound(const Json& schema, const char* key,
+                                          const std::string& path) {
+    if (!schema.contains(key)) return std::nullopt;
+    const Json& v = schema[key];
+    if (!of_type(v, "integer")) {
+      refuse(std::string("keyword '") + key + "' on a number with a bound that is not an integer",
+             path);
+    }
+    const double x = std::clamp(v.get<double>(), -1e17, 1e17);
+    return NumberBound{static_cast<int64_t>(x), std::string(key).rfind("exclusive", 0) == 0};
+  }
+
+  std::string number_schema(const Json& schema, const std::string& path) {
+    std::optional<NumberBound> lo = number_bound(schema, "minimum", path);
+    std::optional<NumberBound> hi = number_bound(schema, "maximum", path);
+    if (auto x = number_bound(schema, "exclusiveMinimum", path)) {
+      if (!lo || x->value >= lo->value) lo = x;
+    }
+    if (auto x = number_bound(schema, "exclusiveMaximum", path)) {
+      if (!hi || x->value <= hi->value) hi = x;
+    }
+    if (!lo && !hi) return json_.ref(K::number);
+    try {
+      return number_range_gbnf(lo, hi) + " " + ws();
     } catch (const ConstraintError& e) {
       refuse(e.what(), path);
     }

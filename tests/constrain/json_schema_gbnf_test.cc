@@ -149,6 +149,28 @@ TEST(JsonSchemaGbnf, IntegerBounds) {
                "no integer");
 }
 
+TEST(JsonSchemaGbnf, NumberBounds) {
+  auto unit = schema(R"({"type": "number", "minimum": 0, "maximum": 1})");
+  for (const char* ok : {"0", "0.5", "0.999", "1"}) EXPECT_TRUE(unit.accepts(ok)) << ok;
+  for (const char* bad : {"1.5", "-0.1", "2", "1e0"}) EXPECT_FALSE(unit.accepts(bad)) << bad;
+  auto positive = schema(R"({"type": "number", "exclusiveMinimum": 0})");
+  for (const char* ok : {"0.001", "3", "12345.5"}) EXPECT_TRUE(positive.accepts(ok)) << ok;
+  for (const char* bad : {"0", "0.0", "-1", "-0.5"}) EXPECT_FALSE(positive.accepts(bad)) << bad;
+  auto negative = schema(R"({"type": "number", "minimum": -10, "exclusiveMaximum": -2})");
+  for (const char* ok : {"-2.5", "-9.75", "-10", "-3"}) EXPECT_TRUE(negative.accepts(ok)) << ok;
+  for (const char* bad : {"-2", "-1.5", "-10.5", "0", "5"}) {
+    EXPECT_FALSE(negative.accepts(bad)) << bad;
+  }
+  auto around = schema(R"({"minimum": -1, "maximum": 1})");  // type implied: number
+  for (const char* ok : {"-1", "-0.5", "0", "0.25", "1"}) EXPECT_TRUE(around.accepts(ok)) << ok;
+  for (const char* bad : {"-1.5", "1.5", "-2"}) EXPECT_FALSE(around.accepts(bad)) << bad;
+  expect_error([] { json_schema_to_gbnf(R"({"type": "number", "minimum": 0.5})"); },
+               {"'minimum'", "not an integer"});
+  expect_error(
+      [] { json_schema_to_gbnf(R"({"type": "number", "minimum": 1, "exclusiveMaximum": 1})"); },
+      "no number");
+}
+
 TEST(JsonSchemaGbnf, StringLengthsPatternsAndFormats) {
   auto length = schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
   EXPECT_TRUE(length.accepts("\"\xC3\xA9\xC3\xA9\""));  // code points, not bytes
@@ -222,7 +244,7 @@ TEST(JsonSchemaGbnf, RefusesUnsupportedKeywordsNamingThemAndTheirPlace) {
       {R"({"type": "array", "items": {"multipleOf": 2}})", "'multipleOf'", "#/items"},
       {R"({"allOf": [{"type": "object"}, {"required": ["a"]}]})", "allOf", "#/allOf"},
       {R"({"type": "string", "format": "email"})", "format 'email'", "#/format"},
-      {R"({"type": "number", "minimum": 0})", "'minimum'", "at #"},
+      {R"({"type": "number", "maximum": 2.5})", "'maximum'", "at #"},
       {R"({"type": "object", "anyOf": [{}]})", "'type' beside 'anyOf'", "at #"},
       {R"({"type": "object", "dependentSchemas": {}})", "'dependentSchemas'", "at #"},
       {R"({"type": "object", "required": ["a"]})", "required property 'a'", "#/required"},
