@@ -80,6 +80,29 @@ TEST(JsonSchemaGbnf, ArraysWithBounds) {
   EXPECT_FALSE(empty.accepts("[1]"));
 }
 
+TEST(JsonSchemaGbnf, Tuples) {
+  auto pair = schema(R"({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+    "items": false, "minItems": 2, "maxItems": 2})");
+  EXPECT_TRUE(pair.accepts(R"([1, "a"])"));
+  EXPECT_FALSE(pair.accepts(R"([1])"));
+  EXPECT_FALSE(pair.accepts(R"([1, "a", 2])"));
+  EXPECT_FALSE(pair.accepts(R"(["a", 1])"));
+  auto open = schema(R"({"prefixItems": [{"const": "x"}], "items": {"type": "null"},
+    "maxItems": 3})");
+  EXPECT_TRUE(open.accepts(R"(["x"])"));
+  EXPECT_TRUE(open.accepts(R"(["x", null, null])"));
+  EXPECT_FALSE(open.accepts(R"(["x", null, null, null])"));
+  EXPECT_FALSE(open.accepts(R"(["x", 1])"));
+  auto draft7 = schema(R"({"type": "array", "items": [{"type": "boolean"}],
+    "additionalItems": {"type": "integer"}, "minItems": 2})");
+  EXPECT_TRUE(draft7.accepts("[true, 1]"));
+  EXPECT_FALSE(draft7.accepts("[true]"));
+  EXPECT_FALSE(draft7.accepts("[1, 1]"));
+  expect_error(
+      [] { json_schema_to_gbnf(R"({"prefixItems": [{}], "items": false, "minItems": 2})"); },
+      "minItems");
+}
+
 TEST(JsonSchemaGbnf, EnumsConstsAndTypeLists) {
   auto colors = schema(R"({"type": "string", "enum": ["red", "gr\"een", "caf\u00e9", 3]})");
   EXPECT_TRUE(colors.accepts(R"("red")"));
