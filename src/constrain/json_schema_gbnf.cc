@@ -442,8 +442,14 @@ class SchemaConverter {
           {key + " " + visit(property, at, "", depth + 1), required.count(name) != 0});
     }
 
-    // Other properties: only where additionalProperties allows them (absent means no, as in
-    // OpenAI's strict mode and xgrammar), after the declared ones, under any other name.
+    // Without properties or additionalProperties: any object (as llama.cpp reads it).
+    if (!schema.contains("properties") && !schema.contains("additionalProperties") &&
+        required.empty()) {
+      return json_.ref(K::object);
+    }
+    // Other properties: only where additionalProperties allows them (absent means no beside
+    // properties, as in OpenAI's strict mode, llama.cpp and xgrammar's default), after the
+    // declared ones, under any other name.
     std::string extra;
     const Json* additional =
         schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;

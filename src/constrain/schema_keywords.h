@@ -3,7 +3,8 @@
 //
 // Acted on: type (a name or a list), enum, const, properties, required, additionalProperties,
 // items (a schema, or draft 7's array with additionalItems), prefixItems, minItems, maxItems,
-// minLength, maxLength, pattern, format (date, time, date-time, uuid), minimum, maximum,
+// minLength, maxLength, pattern, format (date, time, date-time, uuid,
+// ipv4, email), minimum, maximum,
 // exclusiveMinimum, exclusiveMaximum (integer bounds), anyOf, oneOf (as anyOf: a value matching two
 // branches is not excluded), allOf (one schema), $ref (to this document, $defs and definitions
 // alike, recursion included), uniqueItems false. Ignored, as annotations: title, description,

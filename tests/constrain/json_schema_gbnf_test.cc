@@ -59,6 +59,10 @@ TEST(JsonSchemaGbnf, AdditionalPropertiesNeverRepeatADeclaredName) {
   EXPECT_FALSE(g.accepts(R"({"a": 1, "a": 2})"));
   EXPECT_FALSE(g.accepts(R"({"a\"b": 1, "a\"b": 2})"));
   EXPECT_FALSE(g.accepts(R"({"zz": 1, "a": 2})"));  // declared ones come first
+  auto free_form = schema(R"({"type": "object", "description": "any object"})");
+  EXPECT_TRUE(free_form.accepts(R"({"x": [1, {"y": null}]})"));
+  EXPECT_TRUE(free_form.accepts("{}"));
+  EXPECT_FALSE(free_form.accepts("[]"));
   auto map = schema(R"({"type": "object", "additionalProperties": {"type": "integer"}})");
   EXPECT_TRUE(map.accepts(R"({"x": 1, "y": 2})"));
   EXPECT_FALSE(map.accepts(R"({"x": "s"})"));
@@ -218,6 +222,15 @@ TEST(JsonSchemaGbnf, StringLengthsPatternsAndFormats) {
   auto uuid = schema(R"({"type": "string", "format": "uuid"})");
   EXPECT_TRUE(uuid.accepts(R"("123e4567-e89b-12d3-a456-426614174000")"));
   EXPECT_FALSE(uuid.accepts(R"("123e4567")"));
+  auto email = schema(R"({"type": "string", "format": "email"})");
+  EXPECT_TRUE(email.accepts(R"("first.last+tag@mail.example-1.com")"));
+  EXPECT_FALSE(email.accepts(R"("a..b@example.com")"));
+  EXPECT_FALSE(email.accepts(R"("a@-example.com")"));
+  EXPECT_FALSE(email.accepts(R"("a@example")"));
+  auto ip = schema(R"({"type": "string", "format": "ipv4"})");
+  EXPECT_TRUE(ip.accepts(R"("192.168.0.255")"));
+  EXPECT_FALSE(ip.accepts(R"("192.168.0.256")"));
+  EXPECT_FALSE(ip.accepts(R"("01.2.3.4")"));
 }
 
 TEST(JsonSchemaGbnf, RecursiveReferences) {
@@ -266,7 +279,7 @@ TEST(JsonSchemaGbnf, RefusesUnsupportedKeywordsNamingThemAndTheirPlace) {
       {R"({"type": "array", "uniqueItems": true})", "'uniqueItems'", "at #"},
       {R"({"type": "array", "items": {"multipleOf": 2}})", "'multipleOf'", "#/items"},
       {R"({"allOf": [{"type": "object"}, {"required": ["a"]}]})", "allOf", "#/allOf"},
-      {R"({"type": "string", "format": "email"})", "format 'email'", "#/format"},
+      {R"({"type": "string", "format": "uri"})", "format 'uri'", "#/format"},
       {R"({"type": "number", "maximum": 2.5})", "'maximum'", "at #"},
       {R"({"type": "object", "anyOf": [{}]})", "'type' beside 'anyOf'", "at #"},
       {R"({"type": "object", "dependentSchemas": {}})", "'dependentSchemas'", "at #"},
