@@ -14,9 +14,9 @@
 #include "dq4/constrain/constraint.h"
 #include "dq4/constrain/to_gbnf.h"
 #include "gbnf_writer.h"
-#include "integer_range.h"
 #include "json_rules.h"
 #include "key_exclusion.h"
+#include "numeric_range.h"
 #include "regex_gbnf.h"
 #include "schema_keywords.h"
 #include "string_formats.h"
@@ -199,7 +199,7 @@ class SchemaConverter {
       return false;
     };
     if (any({"properties", "required", "additionalProperties"})) types.push_back("object");
-    if (any({"items", "minItems", "maxItems"})) types.push_back("array");
+    if (any({"items", "prefixItems", "minItems", "maxItems"})) types.push_back("array");
     if (any({"pattern", "format", "minLength", "maxLength"})) types.push_back("string");
     if (any({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) {
       types.push_back("number");
@@ -234,12 +234,7 @@ class SchemaConverter {
     if (type == "boolean") return json_.ref(K::boolean);
     if (type == "string") return string_schema(schema, path);
     if (type == "integer") return integer_schema(schema, path);
-    if (type == "number") {
-      for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-        if (schema.contains(k)) refuse(std::string("keyword '") + k + "' on a number", path);
-      }
-      return json_.ref(K::number);
-    }
+    if (type == "number") return number_schema(schema, path);
     if (type == "array") return array_schema(schema, path, depth);
     return object_schema(schema, path, depth);
   }
@@ -324,25 +319,84 @@ class SchemaConverter {
     }
   }
 
+  // Bounds on a number: integers only (what covers most schemas and keeps the grammar simple).
+  std::optional<NumberBound> number_bound(const Json& schema, const char* key,
+                                          const std::string& path) {
+    if (!schema.contains(key)) return std::nullopt;
+    const Json& v = schema[key];
+    if (!of_type(v, "integer")) {
+      refuse(std::string("keyword '") + key + "' on a number with a bound that is not an integer",
+             path);
+    }
+    const double x = std::clamp(v.get<double>(), -1e17, 1e17);
+    return NumberBound{static_cast<int64_t>(x), std::string(key).rfind("exclusive", 0) == 0};
+  }
+
+  std::string number_schema(const Json& schema, const std::string& path) {
+    std::optional<NumberBound> lo = number_bound(schema, "minimum", path);
+    std::optional<NumberBound> hi = number_bound(schema, "maximum", path);
+    if (auto x = number_bound(schema, "exclusiveMinimum", path)) {
+      if (!lo || x->value >= lo->value) lo = x;
+    }
+    if (auto x = number_bound(schema, "exclusiveMaximum", path)) {
+      if (!hi || x->value <= hi->value) hi = x;
+    }
+    if (!lo && !hi) return json_.ref(K::number);
+    try {
+      return number_range_gbnf(lo, hi) + " " + ws();
+    } catch (const ConstraintError& e) {
+      refuse(e.what(), path);
+    }
+  }
+
+  // An array: the tuple's elements first (prefixItems, or draft 7's items array), all of them as
+  // far as maxItems allows, then elements of the rest's schema (items, or additionalItems after
+  // an items array) as minItems and maxItems want.
   std::string array_schema(const Json& schema, const std::string& path, int depth) {
-    const int min = count(schema, "minItems", path).value_or(0);
+    int min = count(schema, "minItems", path).value_or(0);
     std::optional<int> max = count(schema, "maxItems", path);
     if (max && *max < min) refuse("maxItems below minItems", path);
+    const Json* tuple = nullptr;
+    std::string tuple_key = "prefixItems";
+    const char* rest_key = "items";
+    if (schema.contains("prefixItems")) {
+      tuple = &schema["prefixItems"];
+    } else if (schema.contains("items") && schema["items"].is_array()) {
+      tuple = &schema["items"];
+      tuple_key = "items";
+      rest_key = "additionalItems";
+    }
+    if (tuple != nullptr && !tuple->is_array()) refuse(tuple_key + " must be an array", path);
+
+    const std::string comma = "\",\" " + ws() + " ";
+    std::string first;  // the tuple's elements, comma-separated
+    int written = 0;
+    if (tuple != nullptr) {
+      const size_t k = std::min<size_t>(tuple->size(), max ? static_cast<size_t>(*max) : SIZE_MAX);
+      for (size_t i = 0; i < k; ++i) {
+        const std::string at = path + "/" + tuple_key + "/" + std::to_string(i);
+        first += (i == 0 ? "" : comma) + visit((*tuple)[i], at, "", depth + 1) + " ";
+      }
+      written = static_cast<int>(k);
+      min = std::max(min - written, 0);
+      if (max) *max -= written;
+    }
     std::string item = json_.ref(K::value);
-    if (schema.contains("items")) {
-      const Json& items = schema["items"];
-      if (items.is_array()) refuse("items as an array (tuple) is not supported", path + "/items");
-      if (items == Json(false)) {
-        if (min > 0) refuse("minItems above 0 with items false", path);
+    if (schema.contains(rest_key)) {
+      const Json& rest = schema[rest_key];
+      if (rest == Json(false)) {
+        if (min > 0)
+          refuse(std::string("minItems needs more items than ") + rest_key + " false allows", path);
         max = 0;
       } else {
-        item = rules_.shared("item", visit(items, path + "/items", "", depth + 1));
+        item = rules_.shared("item", visit(rest, path + "/" + rest_key, "", depth + 1));
       }
     }
     const std::string open = "\"[\" " + ws() + " ";
     const std::string close = "\"]\" " + ws();
-    if (max && *max == 0) return open + close;
-    const std::string next = rules_.shared("next-item", "\",\" " + ws() + " " + item);
+    if (max && *max == 0) return open + first + close;
+    const std::string next = rules_.shared("next-item", comma + item);
+    if (written > 0) return open + first + next + repetition(min, max) + " " + close;
     std::optional<int> more;
     if (max) more = *max - 1;
     std::string items = item + " " + next + repetition(std::max(min - 1, 0), more);
@@ -388,8 +442,14 @@ class SchemaConverter {
           {key + " " + visit(property, at, "", depth + 1), required.count(name) != 0});
     }
 
-    // Other properties: only where additionalProperties allows them (absent means no, as in
-    // OpenAI's strict mode and xgrammar), after the declared ones, under any other name.
+    // Without properties or additionalProperties: any object (as llama.cpp reads it).
+    if (!schema.contains("properties") && !schema.contains("additionalProperties") &&
+        required.empty()) {
+      return json_.ref(K::object);
+    }
+    // Other properties: only where additionalProperties allows them (absent means no beside
+    // properties, as in OpenAI's strict mode, llama.cpp and xgrammar's default), after the
+    // declared ones, under any other name.
     std::string extra;
     const Json* additional =
         schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
