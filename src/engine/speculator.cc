@@ -10,8 +10,8 @@ namespace {
 // row of work for nothing. Its pauses double (up to kMaxPause steps) while single-draft probes
 // keep failing.
 constexpr double kLowAcceptance = 0.3;
-constexpr double kAverageWeight = 0.2;  // of the latest step in the running average
-constexpr int64_t kMaxPause = 64;
+constexpr double kAverageWeight = 0.3;  // of the latest step in the running average
+constexpr int64_t kMaxPause = 8;
 
 }  // namespace
 
