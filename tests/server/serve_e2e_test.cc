@@ -261,6 +261,8 @@ TEST_F(ServeEndToEnd, SpeculationGivesTheSameTextAndLogprobsAndCountsDrafts) {
                    "position=\"0\"}"),
             0);
   EXPECT_EQ(metric(port(), "vllm:spec_decode_num_draft_tokens_total{"), -1);
+  test::expect_only_vllm_name_findings(
+      test::promtool_check_metrics(get(speculative.port(), "/metrics", "").body));
   EXPECT_EQ(speculative.terminate(), 0) << speculative.log();
 }
 
