@@ -150,8 +150,6 @@ struct Engine::Impl {
   // Touched by the stepping thread only.
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests;
   EngineStats live;
-  // A step's working buffers, kept across steps (sized for max_num_seqs up front, the logits
-  // for the most rows sampled so far): a decode step allocates nothing.
   // A sampled sequence: its logits rows [first, first + 1 + drafts), drawn until a draft differs
   // from the token drawn before it; `accepted` drafts were equal.
   struct Row {
@@ -159,6 +157,8 @@ struct Engine::Impl {
     Choice* c;
     int64_t first = 0, drafts = 0, accepted = 0;
   };
+  // A step's working buffers, kept across steps (sized for max_num_seqs up front, the logits
+  // for the most rows sampled so far): a decode step allocates nothing.
   std::vector<float> logits;
   std::vector<SequenceInput> batch;
   std::vector<Row> sampled;
