@@ -45,7 +45,8 @@ struct LoadReport {
 
 // What one token costs the forward pass: the work the ceilings of `dq4 bench model` divide by.
 struct TokenCost {
-  // Bytes of weights a decoded token reads: every packed linear layer (the head included), one
+  // Bytes of weights a decoded token reads: every packed linear layer (the head included; of a
+  // mixture of experts, the experts one token is routed to), one
   // row of the embedding table, the norms and the rope table.
   size_t weight_bytes = 0;
   // Operations of the linear layers per token, 2 per multiply-add (the head included; attention's
