@@ -43,6 +43,7 @@ constexpr Preset tiny_moe(const char* name, Arch arch, bool norm_topk_prob) {
     p.intermediate = 64;
   }
   if (arch == Arch::qwen2_moe) p.shared_intermediate = 96;
+  if (arch == Arch::olmoe) p.kv_heads = p.heads;  // as OLMoE (llama.cpp's k norm is [hidden])
   return p;
 }
 
