@@ -103,6 +103,9 @@ void Experts::forward(const float* x, int64_t m, int64_t ldx, const Rows& rows, 
   if (rows.source != nullptr) input.reserve(m, in_features(), quantizer);
   tiles.clear();
   first_tile.clear();
+  // Room for every expert at once: later steps routing to more experts allocate nothing.
+  tiles.reserve(static_cast<size_t>(count));
+  first_tile.reserve(static_cast<size_t>(count));
   int64_t tile_count = 0;
   for (int64_t e = 0; e < count; ++e) {
     const int64_t first = rows.offsets[static_cast<size_t>(e)];
