@@ -7,11 +7,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "dq4/convert/quantize.h"
 #include "dq4/convert/synth.h"
 #include "dq4/io/checkpoint.h"
 #include "dq4/io/quant_config.h"
@@ -311,6 +314,80 @@ TEST(MoeCost, CountsTheRoutedExperts) {
   const int64_t head = c.tie_word_embeddings ? h * c.vocab_size : h * c.vocab_size;
   EXPECT_EQ(model->cost_per_token().linear_ops, 2 * (per_layer * c.num_hidden_layers + head));
   EXPECT_LT(model->cost_per_token().weight_bytes, model->load_report().packed_bytes);
+}
+
+// `dq4 quantize` of a mixture (W4A8, group 32) into scratch/name.
+std::string quantize(const ScratchDir& scratch, const std::string& in, const std::string& name) {
+  QuantizeOptions q;
+  q.input_dir = in;
+  q.modules = Architecture::read(in).linear_modules();
+  q.output_dir = scratch.file(name);
+  quantize_checkpoint(q);
+  return q.output_dir;
+}
+
+bool has_line(const std::vector<std::string>& lines, const std::string& start,
+              const std::string& part) {
+  for (const std::string& line : lines)
+    if (line.starts_with(start) && line.find(part) != std::string::npos) return true;
+  return false;
+}
+
+// Every expert quantized under its own module name; the router and the shared-expert gate left
+// dense by default (llm-compressor's MoE recipes ignore them), named in the ignore list.
+TEST(MoeCheckpoint, QuantizeLeavesTheRoutersDenseAndLoads) {
+  ScratchDir scratch;
+  const std::string dir = quantize(scratch, synth(scratch, "tiny-qwen2-moe"), "q");
+  const Checkpoint ckpt = Checkpoint::open_dir(dir);
+  EXPECT_NE(ckpt.find("model.layers.1.mlp.experts.7.down_proj.weight_scale"), nullptr);
+  EXPECT_NE(ckpt.find("model.layers.0.mlp.shared_expert.up_proj.weight_scale"), nullptr);
+  for (const char* router : {"model.layers.0.mlp.gate", "model.layers.1.mlp.shared_expert_gate"}) {
+    EXPECT_EQ(ckpt.find(std::string(router) + ".weight_scale"), nullptr) << router;
+    EXPECT_EQ(ckpt.tensor(std::string(router) + ".weight").dtype, Dtype::F32) << router;
+  }
+  const QuantizationConfig quant = QuantizationConfig::read(dir);
+  EXPECT_EQ(quant.ignore(), (std::vector<std::string>{"lm_head", "re:.*mlp.gate$",
+                                                      "re:.*mlp.shared_expert_gate$"}));
+  const std::vector<std::string> lines = Model::load(dir)->describe();
+  EXPECT_TRUE(has_line(lines, "router: ", "dense F32")) << testing::PrintToString(lines);
+  EXPECT_TRUE(has_line(lines, "experts input: ", "W4A8 g32")) << testing::PrintToString(lines);
+  EXPECT_TRUE(has_line(lines, "shared expert output: ", "W4A8 g32"))
+      << testing::PrintToString(lines);
+}
+
+// A config as llm-compressor writes one for a mixture: the ignore list naming every layer's
+// router, and per-module schemes (the experts W4A8 by regex, the other linears W4A16 by class).
+TEST(MoeCheckpoint, LoadsPerModuleSchemesAndRoutersIgnoredByName) {
+  ScratchDir scratch;
+  const std::string dir = quantize(scratch, synth(scratch, "tiny-qwen2-moe"), "q");
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+  nlohmann::json& q = config["quantization_config"];
+  q["ignore"] = {"lm_head"};
+  for (int layer = 0; layer < 2; ++layer)
+    for (const char* router : {"mlp.gate", "mlp.shared_expert_gate"})
+      q["ignore"].push_back("model.layers." + std::to_string(layer) + "." + router);
+  nlohmann::json w4a8 = q["config_groups"]["group_0"], w4a16 = w4a8;
+  w4a8["targets"] = {"re:.*mlp\\.experts\\..*"};
+  w4a16["input_activations"] = nullptr;
+  q["config_groups"] = {{"group_0", w4a8}, {"group_1", w4a16}};
+  std::ofstream(dir + "/config.json") << config.dump(2);
+
+  const std::unique_ptr<Model> model = Model::load(dir);
+  const std::vector<std::string> lines = model->describe();
+  const std::string all = testing::PrintToString(lines);
+  EXPECT_TRUE(has_line(lines, "attention input: ", "W4A16 g32")) << all;
+  EXPECT_TRUE(has_line(lines, "router: ", "dense F32")) << all;
+  EXPECT_TRUE(has_line(lines, "experts input: ", "W4A8 g32")) << all;
+  EXPECT_TRUE(has_line(lines, "experts output: ", "W4A8 g32")) << all;
+  EXPECT_TRUE(has_line(lines, "shared expert input: ", "W4A16 g32")) << all;
+  // And it runs: finite logits.
+  KvCache cache(model->kv_shape(1, 16));
+  const int32_t tokens[] = {5, 17, 42};
+  const int32_t table[] = {0};
+  const SequenceInput input{tokens, 0, table, SequenceInput::Logits::last};
+  std::vector<float> logits(static_cast<size_t>(model->vocab_size()));
+  model->forward(std::span(&input, 1), cache, logits.data());
+  for (float l : logits) ASSERT_TRUE(std::isfinite(l));
 }
 
 }  // namespace
