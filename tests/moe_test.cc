@@ -33,9 +33,11 @@ namespace {
 
 using test::ScratchDir;
 
-std::string synth(const ScratchDir& scratch, const std::string& preset) {
+std::string synth(const ScratchDir& scratch, const std::string& preset,
+                  std::vector<int64_t> mlp_only_layers = {}) {
   SynthOptions o = synth_preset(preset);
   o.dtype = Dtype::F32;
+  o.config.mlp_only_layers = std::move(mlp_only_layers);
   o.output_dir = scratch.file(preset);
   write_synthetic_model(o);
   return o.output_dir;
@@ -278,6 +280,25 @@ INSTANTIATE_TEST_SUITE_P(TinyMixtures, MoeBatch,
                            if (!info.param.quantize_group) return name + "F32";
                            return name + "W4A8G" + std::to_string(*info.param.quantize_group);
                          });
+
+// Qwen3-MoE with layer 0 kept dense (mlp_only_layers): a dense MLP, then a sparse layer.
+TEST(MoeBatch, DenseLayerBeforeASparseOne) {
+  ScratchDir scratch;
+  ModelOptions options;
+  options.quantize_group = 32;
+  const std::unique_ptr<Model> model = Model::load(synth(scratch, "tiny-qwen3-moe", {0}), options);
+  const std::vector<std::string> lines = model->describe();
+  const auto has = [&](const std::string& start) {
+    for (const std::string& line : lines)
+      if (line.starts_with(start)) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("mlp input: ")) << testing::PrintToString(lines);
+  EXPECT_TRUE(has("experts input: ")) << testing::PrintToString(lines);
+  ThreadPool pool(2);
+  const std::vector<float> alone = run(*model, pool, false), batched = run(*model, pool, true);
+  EXPECT_EQ(std::memcmp(alone.data(), batched.data(), alone.size() * sizeof(float)), 0);
+}
 
 // A sparse layer is six pool jobs (attention's three, the router, the experts' gate/up and down),
 // eight with Qwen2-MoE's shared expert; the head one more.

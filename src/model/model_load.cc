@@ -163,10 +163,13 @@ std::vector<std::string> Model::describe() const {
     const DecoderLayer& l = impl_->layers.front();
     lines.push_back("attention input: " + l.qkv.description());
     lines.push_back("attention output: " + l.o.description());
-    if (l.sparse()) {
-      lines.push_back("router: " + l.router.description());
-      lines.push_back("experts input: " + l.experts_in.description());
-      lines.push_back("experts output: " + l.experts_out.description());
+    // The first sparse layer's experts (layer 0 may be kept dense: mlp_only_layers).
+    for (const DecoderLayer& sparse : impl_->layers) {
+      if (!sparse.sparse()) continue;
+      lines.push_back("router: " + sparse.router.description());
+      lines.push_back("experts input: " + sparse.experts_in.description());
+      lines.push_back("experts output: " + sparse.experts_out.description());
+      break;
     }
     if (l.has_mlp()) {
       lines.push_back(std::string(l.sparse() ? "shared expert input: " : "mlp input: ") +

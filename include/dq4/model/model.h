@@ -1,6 +1,7 @@
 #pragma once
-// A Llama-family causal language model (Llama 2/3.x, Mistral, Qwen2, Qwen3) loaded from a Hugging
-// Face directory, and its batched forward pass over a paged KV cache.
+// A Llama-family causal language model (Llama 2/3.x, Mistral, Qwen2, Qwen3, and the mixtures of
+// experts Qwen2-MoE, Qwen3-MoE, Mixtral, OLMoE) loaded from a Hugging Face directory, and its
+// batched forward pass over a paged KV cache.
 //
 // forward() takes several sequences at once, each with any number of new tokens at its own
 // positions (prefill chunks and single decode tokens mixed). Every Linear runs once over all rows,
