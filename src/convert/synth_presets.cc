@@ -9,8 +9,8 @@
 namespace dq4 {
 namespace {
 
-enum class Arch { llama, mistral, qwen2, qwen3 };
-enum class Rope { none, llama3, linear };
+enum class Arch { llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3 };
+enum class Rope { none, llama3, linear, longrope };
 
 // A preset: the defaults are the tiny model of synth.h's comment (Llama, untied, no rope scaling).
 struct Preset {
@@ -76,6 +76,28 @@ constexpr Preset kPresets[] = {
     {.name = "tiny-mistral", .arch = Arch::mistral, .sliding_window = 16},
     {.name = "tiny-qwen2", .arch = Arch::qwen2, .rms_norm_eps = 1e-6},
     {.name = "tiny-qwen3", .arch = Arch::qwen3, .rms_norm_eps = 1e-6, .tied = true},
+    // Gemma 2: local layers (window 8) alternate with global ones, soft-capped scores and logits.
+    {.name = "tiny-gemma2",
+     .arch = Arch::gemma2,
+     .rms_norm_eps = 1e-6,
+     .tied = true,
+     .sliding_window = 8},
+    // Gemma 3: six layers so that the pattern's global layer occurs, linear rope scaling on it.
+    {.name = "tiny-gemma3",
+     .arch = Arch::gemma3,
+     .layers = 6,
+     .rms_norm_eps = 1e-6,
+     .rope_theta = 1000000.0,
+     .tied = true,
+     .rope = Rope::linear,
+     .rope_factor = 8.0,
+     .sliding_window = 8},
+    // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 64).
+    {.name = "tiny-phi3",
+     .arch = Arch::phi3,
+     .rope = Rope::longrope,
+     .rope_factor = 4.0,
+     .rope_original_context = 64},
 };
 
 SynthOptions options_of(const Preset& p) {
@@ -100,6 +122,24 @@ SynthOptions options_of(const Preset& p) {
     case Arch::qwen3:  // q/k norms
       c.architecture = "Qwen3ForCausalLM", c.model_type = "qwen3";
       break;
+    case Arch::gemma2:  // Gemma 2's caps (its 2B/9B: 50 and 30), scaled by head_dim
+      c.architecture = "Gemma2ForCausalLM", c.model_type = "gemma2";
+      c.hidden_act = "gelu_pytorch_tanh";
+      c.attn_logit_softcapping = 50.0;
+      c.final_logit_softcapping = 30.0;
+      c.query_pre_attn_scalar = static_cast<double>(p.head_dim);
+      break;
+    case Arch::gemma3:  // q/k norms, local layers' own rope base
+      c.architecture = "Gemma3ForCausalLM", c.model_type = "gemma3_text";
+      c.hidden_act = "gelu_pytorch_tanh";
+      c.query_pre_attn_scalar = static_cast<double>(p.head_dim);
+      c.rope_local_base_freq = 10000.0;
+      c.sliding_window_pattern = 6;
+      break;
+    case Arch::phi3:
+      c.architecture = "Phi3ForCausalLM", c.model_type = "phi3";
+      c.partial_rotary_factor = 0.75;
+      break;
   }
   c.hidden_size = p.hidden;
   c.intermediate_size = p.intermediate;
@@ -114,8 +154,22 @@ SynthOptions options_of(const Preset& p) {
   c.tie_word_embeddings = p.tied;
   c.sliding_window = p.sliding_window;
   if (p.rope != Rope::none) {
-    c.rope_scaling.type = p.rope == Rope::llama3 ? "llama3" : "linear";
+    c.rope_scaling.type = p.rope == Rope::llama3   ? "llama3"
+                          : p.rope == Rope::linear ? "linear"
+                                                   : "longrope";
     c.rope_scaling.factor = p.rope_factor;
+  }
+  if (p.rope == Rope::longrope) {
+    // max_position_embeddings is factor times the original context; the factors grow with the
+    // wavelength as Phi-3's do (short near 1, long up to the factor).
+    c.original_max_position_embeddings = p.rope_original_context;
+    c.max_position_embeddings = static_cast<int64_t>(p.rope_factor) * p.rope_original_context;
+    const int64_t half = static_cast<int64_t>(static_cast<double>(p.head_dim) * 0.75) / 2;
+    for (int64_t i = 0; i < half; ++i) {
+      const double t = static_cast<double>(i) / static_cast<double>(half - 1);
+      c.rope_scaling.short_factor.push_back(1.0 + 0.05 * t);
+      c.rope_scaling.long_factor.push_back(1.0 + (p.rope_factor - 1.0) * t);
+    }
   }
   if (p.rope == Rope::llama3) {
     c.rope_scaling.low_freq_factor = 1.0;

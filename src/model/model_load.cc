@@ -93,6 +93,15 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
       layer.q_norm = model::read_vector(ckpt, names.q_norm, c.head_dim);
       layer.k_norm = model::read_vector(ckpt, names.k_norm, c.head_dim);
     }
+    if (impl->arch.gemma) {
+      layer.pre_feedforward_norm =
+          model::read_vector(ckpt, names.pre_feedforward_norm, c.hidden_size);
+      layer.post_feedforward_norm =
+          model::read_vector(ckpt, names.post_feedforward_norm, c.hidden_size);
+      for (auto* norm : {&layer.input_norm, &layer.post_attention_norm, &layer.q_norm,
+                         &layer.k_norm, &layer.pre_feedforward_norm, &layer.post_feedforward_norm})
+        model::add_one(*norm);
+    }
     layer.qkv = load_group(names.attention_input);
     layer.o = load_group({names.attention_output});
     layer.gate_up = load_group(names.mlp_input);
@@ -100,8 +109,12 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
     impl->layers.push_back(std::move(layer));
   }
   impl->final_norm = model::read_vector(ckpt, impl->arch.final_norm, c.hidden_size);
+  if (impl->arch.gemma) model::add_one(impl->final_norm);
 
   impl->inv_freq = impl->arch.rope_inv_freq();
+  if (impl->arch.local_rope_theta > 0) impl->inv_freq_local = impl->arch.local_rope_inv_freq();
+  if (impl->arch.rope == RopeVariant::longrope)
+    impl->inv_freq_long = impl->arch.rope_inv_freq(true);
   impl->eos_ids = c.eos_token_ids;
   for (int32_t id : read_generation_eos_ids(dir))
     if (std::find(impl->eos_ids.begin(), impl->eos_ids.end(), id) == impl->eos_ids.end())
@@ -113,7 +126,8 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   for (const DecoderLayer& l : impl->layers) {
     r.packed_bytes += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
     r.other_bytes +=
-        (l.input_norm.size() + l.post_attention_norm.size() + l.q_norm.size() + l.k_norm.size()) *
+        (l.input_norm.size() + l.post_attention_norm.size() + l.q_norm.size() + l.k_norm.size() +
+         l.pre_feedforward_norm.size() + l.post_feedforward_norm.size()) *
         sizeof(float);
   }
   r.embedding_bytes = embedding.bytes;

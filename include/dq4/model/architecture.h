@@ -18,15 +18,19 @@ namespace dq4 {
 struct LayerModules {
   std::string input_norm;           // model.layers.N.input_layernorm.weight
   std::string post_attention_norm;  // model.layers.N.post_attention_layernorm.weight
-  std::string q_norm, k_norm;       // Qwen3's per-head norms; empty for the others
+  std::string q_norm, k_norm;       // Qwen3's and Gemma 3's per-head norms; empty otherwise
+  // Gemma 2 / 3: post_attention_norm normalizes the attention's output before the residual add;
+  // these two do the same around the MLP. Empty for the others.
+  std::string pre_feedforward_norm, post_feedforward_norm;
   // The fusion groups: modules that read the same input, in output order.
-  std::vector<LinearModule> attention_input;  // q_proj, k_proj, v_proj
+  std::vector<LinearModule> attention_input;  // q_proj, k_proj, v_proj (Phi-3: qkv_proj)
   LinearModule attention_output;              // o_proj
-  std::vector<LinearModule> mlp_input;        // gate_proj, up_proj
+  std::vector<LinearModule> mlp_input;        // gate_proj, up_proj (Phi-3: gate_up_proj)
   LinearModule mlp_output;                    // down_proj
 };
 
-enum class RopeVariant { plain, linear, llama3 };
+enum class RopeVariant { plain, linear, llama3, longrope };
+enum class Activation { silu, gelu_tanh };  // SwiGLU; GeGLU with the tanh GELU (Gemma)
 
 struct Architecture {
   ModelConfig config;
@@ -35,6 +39,24 @@ struct Architecture {
   bool qk_norm = false;        // Qwen3
   int64_t sliding_window = 0;  // tokens a query sees (itself included); 0 = all (Mistral only)
   RopeVariant rope = RopeVariant::plain;
+
+  // Gemma 2 / 3: RMSNorm weights used as (1 + w), the two extra norms of each layer, embeddings
+  // scaled by sqrt(hidden_size) in their dtype.
+  bool gemma = false;
+  Activation activation = Activation::silu;
+  float attention_scale = 0;  // query_pre_attn_scalar^-1/2 (Gemma), else head_dim^-1/2
+  float attention_softcap = 0, final_softcap = 0;  // Gemma 2; 0 = none
+  // Per layer: its sliding window (0 = global). Gemma 2 alternates local and global layers,
+  // Gemma 3 follows its pattern; Mistral and Phi-3 window every layer.
+  std::vector<int64_t> layer_window;
+  // Gemma 3's local layers: rope_local_base_freq, unscaled; 0 = every layer the same rope.
+  double local_rope_theta = 0;
+  int64_t rotary_dim = 0;  // head_dim * partial_rotary_factor (Phi-3); even
+  // longrope: the factors switch from short to long once a sequence's length exceeds this.
+  int64_t longrope_original_context = 0;
+  float rope_attention_factor = 1.0f;  // longrope's scaling of cos and sin
+
+  std::string prefix = "model.";  // "language_model.model." for Gemma 3 multimodal checkpoints
 
   std::string embedding = "model.embed_tokens.weight";
   std::string final_norm = "model.norm.weight";
@@ -51,8 +73,12 @@ struct Architecture {
   std::vector<LinearModule> linear_modules() const;
   // The same grouped by shared input: per layer {q, k, v}, {o}, {gate, up}, {down}, then the head.
   std::vector<std::vector<LinearModule>> linear_groups() const;
-  // RoPE's inverse frequencies (head_dim / 2 of them), with the rope variant's scaling applied.
-  std::vector<float> rope_inv_freq() const;
+  // RoPE's inverse frequencies (rotary_dim / 2 of them), with the rope variant's scaling applied
+  // (longrope: the short factors, or the long ones with `long_factors`).
+  std::vector<float> rope_inv_freq(bool long_factors = false) const;
+  // Gemma 3's local layers' frequencies (rope_local_base_freq, no scaling).
+  std::vector<float> local_rope_inv_freq() const;
+  bool local_layer(int64_t index) const { return local_rope_theta > 0 && layer_window[index] > 0; }
 };
 
 }  // namespace dq4
