@@ -33,8 +33,9 @@ using Json = nlohmann::json;
 constexpr double kProbabilityTolerance = 1e-4;  // relative
 // Gemma: llama.cpp's CPU GELU reads a table indexed by the input rounded to f16 (GGML_GELU_FP16),
 // a relative error up to ~1e-3 in each activation that dq4's f32 GELU (PyTorch's formula) does
-// not make; it reaches the probabilities through every layer's MLP.
-constexpr double kGeluTableTolerance = 1e-2;  // relative
+// not make; it reaches the probabilities through every layer's MLP (under 1e-3 relative on
+// these models; a missing soft-cap, norm shift or window moves them by far more).
+constexpr double kGeluTableTolerance = 3e-3;  // relative
 // llama.cpp's two most probable tokens this close are a tie either side may break differently;
 // the sequences are compared up to there.
 constexpr double kTie = 1e-5;

@@ -122,11 +122,11 @@ SynthOptions options_of(const Preset& p) {
     case Arch::qwen3:  // q/k norms
       c.architecture = "Qwen3ForCausalLM", c.model_type = "qwen3";
       break;
-    case Arch::gemma2:  // Gemma 2's caps (its 2B/9B: 50 and 30), scaled by head_dim
+    case Arch::gemma2:  // soft-caps (the real ones: 50 and 30) near the tiny model's scores
       c.architecture = "Gemma2ForCausalLM", c.model_type = "gemma2";
       c.hidden_act = "gelu_pytorch_tanh";
-      c.attn_logit_softcapping = 50.0;
-      c.final_logit_softcapping = 30.0;
+      c.attn_logit_softcapping = 2.0;
+      c.final_logit_softcapping = 4.0;
       c.query_pre_attn_scalar = static_cast<double>(p.head_dim);
       break;
     case Arch::gemma3:  // q/k norms, local layers' own rope base
