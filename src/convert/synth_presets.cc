@@ -92,12 +92,13 @@ constexpr Preset kPresets[] = {
      .rope = Rope::linear,
      .rope_factor = 8.0,
      .sliding_window = 8},
-    // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 64).
+    // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
+    // llama.cpp pads a small context to, so that its choice of factors can be matched).
     {.name = "tiny-phi3",
      .arch = Arch::phi3,
      .rope = Rope::longrope,
      .rope_factor = 4.0,
-     .rope_original_context = 64},
+     .rope_original_context = 256},
 };
 
 SynthOptions options_of(const Preset& p) {
