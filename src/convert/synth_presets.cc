@@ -22,9 +22,10 @@ struct Preset {
   bool tied = false;
   Rope rope = Rope::none;
   double rope_factor = 1.0;
-  int64_t rope_original_context = 0;  // llama3
-  int64_t sliding_window = 0;         // 0: none
-  bool tiny = true;                   // weights ~N(0, 0.1^2), norms 1 + ~N(0, 0.1^2)
+  int64_t rope_original_context = 0;           // llama3
+  int64_t sliding_window = 0;                  // 0: none
+  double attn_softcap = 0, final_softcap = 0;  // Gemma 2
+  bool tiny = true;                            // weights ~N(0, 0.1^2), norms 1 + ~N(0, 0.1^2)
 };
 
 // Llama 3.x: shapes differ, the rest is shared.
@@ -66,6 +67,37 @@ constexpr Preset kPresets[] = {
      .rope_theta = 1000000.0,
      .tied = true,
      .tiny = false},
+    {.name = "gemma2-2b",
+     .arch = Arch::gemma2,
+     .hidden = 2304,
+     .intermediate = 9216,
+     .layers = 26,
+     .heads = 8,
+     .kv_heads = 4,
+     .head_dim = 256,
+     .vocab = 256000,
+     .context = 8192,
+     .rms_norm_eps = 1e-6,
+     .tied = true,
+     .sliding_window = 4096,
+     .attn_softcap = 50.0,
+     .final_softcap = 30.0,
+     .tiny = false},
+    {.name = "gemma3-1b",
+     .arch = Arch::gemma3,
+     .hidden = 1152,
+     .intermediate = 6912,
+     .layers = 26,
+     .heads = 4,
+     .kv_heads = 1,
+     .head_dim = 256,
+     .vocab = 262144,
+     .context = 32768,
+     .rms_norm_eps = 1e-6,
+     .rope_theta = 1000000.0,
+     .tied = true,
+     .sliding_window = 512,
+     .tiny = false},
     {.name = "tiny"},
     {.name = "tiny-llama3",
      .rope = Rope::llama3,
@@ -76,12 +108,15 @@ constexpr Preset kPresets[] = {
     {.name = "tiny-mistral", .arch = Arch::mistral, .sliding_window = 16},
     {.name = "tiny-qwen2", .arch = Arch::qwen2, .rms_norm_eps = 1e-6},
     {.name = "tiny-qwen3", .arch = Arch::qwen3, .rms_norm_eps = 1e-6, .tied = true},
-    // Gemma 2: local layers (window 8) alternate with global ones, soft-capped scores and logits.
+    // Gemma 2: local layers (window 8) alternate with global ones, scores and logits soft-capped
+    // near their size (the real caps, 50 and 30, would hardly bend a tiny model's).
     {.name = "tiny-gemma2",
      .arch = Arch::gemma2,
      .rms_norm_eps = 1e-6,
      .tied = true,
-     .sliding_window = 8},
+     .sliding_window = 8,
+     .attn_softcap = 2.0,
+     .final_softcap = 4.0},
     // Gemma 3: six layers so that the pattern's global layer occurs, linear rope scaling on it.
     {.name = "tiny-gemma3",
      .arch = Arch::gemma3,
@@ -123,11 +158,11 @@ SynthOptions options_of(const Preset& p) {
     case Arch::qwen3:  // q/k norms
       c.architecture = "Qwen3ForCausalLM", c.model_type = "qwen3";
       break;
-    case Arch::gemma2:  // soft-caps (the real ones: 50 and 30) near the tiny model's scores
+    case Arch::gemma2:  // soft-caps
       c.architecture = "Gemma2ForCausalLM", c.model_type = "gemma2";
       c.hidden_act = "gelu_pytorch_tanh";
-      c.attn_logit_softcapping = 2.0;
-      c.final_logit_softcapping = 4.0;
+      c.attn_logit_softcapping = p.attn_softcap;
+      c.final_logit_softcapping = p.final_softcap;
       c.query_pre_attn_scalar = static_cast<double>(p.head_dim);
       break;
     case Arch::gemma3:  // q/k norms, local layers' own rope base
@@ -158,7 +193,8 @@ SynthOptions options_of(const Preset& p) {
     c.rope_scaling.type = p.rope == Rope::llama3   ? "llama3"
                           : p.rope == Rope::linear ? "linear"
                                                    : "longrope";
-    c.rope_scaling.factor = p.rope_factor;
+    // longrope's factor is implied by the contexts (Phi-3's configs carry none).
+    if (p.rope != Rope::longrope) c.rope_scaling.factor = p.rope_factor;
   }
   if (p.rope == Rope::longrope) {
     // max_position_embeddings is factor times the original context; the factors grow with the
