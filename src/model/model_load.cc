@@ -122,7 +122,9 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
 
   LoadReport& r = impl->report;
   r.packed_bytes = impl->head.bytes();
-  r.other_bytes = impl->final_norm.size() * sizeof(float) + impl->inv_freq.size() * sizeof(float);
+  r.other_bytes = (impl->final_norm.size() + impl->inv_freq.size() + impl->inv_freq_local.size() +
+                   impl->inv_freq_long.size()) *
+                  sizeof(float);
   for (const DecoderLayer& l : impl->layers) {
     r.packed_bytes += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
     r.other_bytes +=
