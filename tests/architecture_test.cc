@@ -109,6 +109,91 @@ TEST(Architecture, NamesFusionGroupsAndVariants) {
   EXPECT_EQ(architecture(c).sliding_window, 0);
 }
 
+TEST(Architecture, GemmaWindowsScalesAndNorms) {
+  nlohmann::json c = stories_config();  // 5 layers, head_dim 8
+  c["architectures"] = {"Gemma2ForCausalLM"};
+  c["hidden_act"] = "gelu_pytorch_tanh";
+  c["sliding_window"] = 16;
+  c["query_pre_attn_scalar"] = 32;
+  c["attn_logit_softcapping"] = 50.0;
+  c["final_logit_softcapping"] = 30.0;
+  c.erase("tie_word_embeddings");  // Gemma ties unless told otherwise
+  const Architecture g2 = architecture(c);
+  EXPECT_TRUE(g2.gemma);
+  EXPECT_EQ(g2.activation, Activation::gelu_tanh);
+  EXPECT_FALSE(g2.head.has_value());
+  EXPECT_EQ(g2.layer_window, (std::vector<int64_t>{16, 0, 16, 0, 16}));  // even layers local
+  EXPECT_EQ(g2.attention_scale, static_cast<float>(1 / std::sqrt(32.0)));
+  EXPECT_EQ(g2.attention_softcap, 50.0f);
+  EXPECT_EQ(g2.final_softcap, 30.0f);
+  EXPECT_FALSE(g2.qk_norm);
+  EXPECT_EQ(g2.layer(1).pre_feedforward_norm, "model.layers.1.pre_feedforward_layernorm.weight");
+  c["hidden_act"] = "gelu";
+  expect_error([&] { architecture(c); }, {"hidden_activation", "gelu"});
+
+  // Gemma 3's multimodal checkpoint: the text model of text_config, its tensors under
+  // language_model., Gemma3TextConfig's defaults where text_config is silent.
+  nlohmann::json text = stories_config();
+  text.erase("architectures");
+  text.erase("hidden_act");
+  text.erase("rope_theta");
+  text.erase("eos_token_id");  // from the top level, as the hub's configs have it
+  text["model_type"] = "gemma3_text";
+  text["sliding_window"] = 4;
+  text["sliding_window_pattern"] = 2;
+  text["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  const nlohmann::json mm = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                             {"text_config", text},
+                             {"eos_token_id", {1, 106}}};
+  const Architecture g3 = architecture(mm);
+  EXPECT_TRUE(g3.qk_norm);
+  EXPECT_EQ(g3.config.hidden_size, text["hidden_size"].get<int64_t>());
+  EXPECT_EQ(g3.config.eos_token_ids, (std::vector<int32_t>{1, 106}));
+  EXPECT_EQ(g3.config.rope_theta, 1000000.0);
+  EXPECT_EQ(g3.local_rope_theta, 10000.0);
+  EXPECT_EQ(g3.embedding, "language_model.model.embed_tokens.weight");
+  EXPECT_EQ(g3.layer(0).q_norm, "language_model.model.layers.0.self_attn.q_norm.weight");
+  EXPECT_EQ(g3.layer_window, (std::vector<int64_t>{4, 0, 4, 0, 4}));
+  EXPECT_TRUE(g3.local_layer(0));
+  EXPECT_FALSE(g3.local_layer(1));
+  // Local layers: base 10000, unscaled; global ones: rope_theta with the linear factor.
+  EXPECT_EQ(g3.local_rope_inv_freq()[1], 1.0f / std::pow(10000.0f, 2.0f / 8.0f));
+  EXPECT_EQ(g3.rope_inv_freq()[1], 1.0f / std::pow(1000000.0f, 2.0f / 8.0f) / 8.0f);
+  expect_error(
+      [&] {
+        architecture({{"architectures", {"Gemma3ForConditionalGeneration"}}});
+      },
+      {"text_config"});
+}
+
+TEST(Architecture, Phi3FusedModulesPartialRotaryAndLongrope) {
+  nlohmann::json c = stories_config();  // head_dim 8, 8 heads, 4 kv heads, intermediate 172
+  c["architectures"] = {"Phi3ForCausalLM"};
+  c["partial_rotary_factor"] = 0.5;
+  c["max_position_embeddings"] = 4096;
+  c["original_max_position_embeddings"] = 1024;
+  c["rope_scaling"] = {
+      {"type", "longrope"}, {"short_factor", {1.0, 1.5}}, {"long_factor", {2.0, 3.0}}};
+  const Architecture a = architecture(c);
+  const LayerModules l = a.layer(1);
+  ASSERT_EQ(l.attention_input.size(), 1u);
+  EXPECT_EQ(l.attention_input[0].name, "model.layers.1.self_attn.qkv_proj");
+  EXPECT_EQ(l.attention_input[0].out_features, 8 * 8 + 2 * 4 * 8);
+  ASSERT_EQ(l.mlp_input.size(), 1u);
+  EXPECT_EQ(l.mlp_input[0].name, "model.layers.1.mlp.gate_up_proj");
+  EXPECT_EQ(l.mlp_input[0].out_features, 2 * 172);
+  EXPECT_EQ(a.rotary_dim, 4);
+  EXPECT_EQ(a.longrope_original_context, 1024);
+  // transformers: sqrt(1 + ln(4096 / 1024) / ln(1024)).
+  EXPECT_EQ(a.rope_attention_factor,
+            static_cast<float>(std::sqrt(1 + std::log(4.0) / std::log(1024.0))));
+  const float base1 = std::pow(10000.0f, 2.0f / 4.0f);
+  EXPECT_EQ(a.rope_inv_freq()[1], 1.0f / (1.5f * base1));
+  EXPECT_EQ(a.rope_inv_freq(true)[1], 1.0f / (3.0f * base1));
+  c["rope_scaling"]["long_factor"] = {2.0};
+  expect_error([&] { architecture(c); }, {"short_factor", "rotary_dim / 2 = 2"});
+}
+
 TEST(Architecture, Llama3RopeScalingFollowsTransformers) {
   nlohmann::json c = stories_config();
   c["head_dim"] = 64;

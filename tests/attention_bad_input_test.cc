@@ -73,6 +73,11 @@ TEST(AttentionBadInput, ScaleMustBeFinite) {
     expect_rejected([&](attention::Args& a) { a.scale = bad; }, {"scale must be finite"});
 }
 
+TEST(AttentionBadInput, SoftcapMustBeFiniteAndNotNegative) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), INFINITY, -1.0f})
+    expect_rejected([&](attention::Args& a) { a.softcap = bad; }, {"softcap must be finite"});
+}
+
 TEST(AttentionBadInput, OverlapAndAlignment) {
   expect_rejected([](attention::Args& a) { a.out = const_cast<float*>(a.q) + 1; },
                   {"out overlaps q"});

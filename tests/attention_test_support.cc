@@ -33,7 +33,8 @@ std::string AttentionCase::name() const {
          std::to_string(first_position) + " window " + std::to_string(window) + " block " +
          std::to_string(block_size) + (type == KvType::bf16 ? " bf16" : " f32") + " threads " +
          std::to_string(threads) + " pad " + std::to_string(ld_pad) + "/" +
-         std::to_string(stride_pad) + " magnitude " + std::to_string(magnitude);
+         std::to_string(stride_pad) + " magnitude " + std::to_string(magnitude) + " softcap " +
+         std::to_string(softcap);
 }
 
 std::vector<AttentionCase> attention_cases() {
@@ -42,6 +43,7 @@ std::vector<AttentionCase> attention_cases() {
   const int64_t blocks[] = {1, 16, 32};
   const int64_t windows[] = {0, 3, 0, 17};
   const int64_t pads[] = {0, 3, 16};
+  const float softcaps[] = {0.0f, 1.5f, 0.0f, 0.0f, 4.0f};
   std::vector<AttentionCase> cases;
   int n = 0;
   // Every head_dim with every GQA ratio, the other parameters cycling.
@@ -59,6 +61,7 @@ std::vector<AttentionCase> attention_cases() {
       c.threads = 1 + (n + n / 3) % 3;  // every kv head count meets every thread count
       c.ld_pad = pads[n % 3];
       c.stride_pad = pads[(n + 1) % 3];
+      c.softcap = softcaps[n % 5];
       cases.push_back(c);
       ++n;
     }
@@ -74,6 +77,7 @@ std::vector<AttentionCase> attention_cases() {
     c.type = tokens % 4 < 2 ? KvType::f32 : KvType::bf16;
     c.threads = 1 + static_cast<int>(tokens % 3);
     c.ld_pad = pads[(tokens + 2) % 3];
+    c.softcap = softcaps[tokens % 5];
     cases.push_back(c);
   }
   // Long decode rows and a prefill chunk over several row blocks after a cached prefix.
@@ -91,6 +95,9 @@ std::vector<AttentionCase> attention_cases() {
     prefill.first_position = 200;
     prefill.threads = 3;
     cases.push_back(prefill);
+    prefill.window = 33;  // Gemma's local layers: soft-capped scores in a sliding window
+    prefill.softcap = 2.0f;
+    cases.push_back(prefill);
   }
   // Scores in the thousands: e^s overflows, softmax must not.
   AttentionCase large;
@@ -102,6 +109,8 @@ std::vector<AttentionCase> attention_cases() {
   cases.push_back(large);
   large.type = KvType::bf16;
   large.window = 4;
+  cases.push_back(large);
+  large.softcap = 50.0f;  // Gemma 2's cap: scores of thousands become at most 50
   cases.push_back(large);
   return cases;
 }
@@ -119,6 +128,7 @@ attention::Args AttentionData::args(const AttentionCase& c, float* out) const {
   a.head_dim = c.head_dim;
   a.window = c.window;
   a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.softcap = c.softcap;
   a.kv.type = c.type;
   a.kv.keys = c.type == KvType::f32 ? static_cast<const void*>(keys32.data()) : keys16.data();
   a.kv.values = c.type == KvType::f32 ? static_cast<const void*>(values32.data()) : values16.data();
@@ -199,8 +209,12 @@ ExactAttention exact_attention(const AttentionCase& c, const AttentionData& d, i
       dot += product;
       magnitude += std::fabs(product);
     }
-    s.push_back(dot * scale);
-    e.score_error = std::max(e.score_error, steps * u * magnitude * scale);
+    // Soft-capping: tanh's slope is at most 1, so the score's error does not grow; the division,
+    // tanh and the product add a rounding each of at most the cap.
+    const double cap = c.softcap;
+    s.push_back(cap > 0 ? cap * std::tanh(dot * scale / cap) : dot * scale);
+    e.score_error =
+        std::max(e.score_error, steps * u * magnitude * scale + (cap > 0 ? 4 * u * cap : 0));
   }
   const double m = *std::max_element(s.begin(), s.end());
   double sum = 0;

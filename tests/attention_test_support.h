@@ -19,6 +19,7 @@ struct AttentionCase {
   int threads = 1;
   int64_t ld_pad = 0, stride_pad = 0;  // extra floats per q / out row, per cache block
   float magnitude = 1;                 // q and k are uniform in [-magnitude, magnitude]
+  float softcap = 0;                   // attention logit soft-capping; 0 = none
 
   int64_t num_heads() const { return num_kv_heads * group; }
   int64_t context() const { return first_position + tokens; }
@@ -26,7 +27,8 @@ struct AttentionCase {
 };
 
 // The shared list: head_dim 8, 16, 40, 64, 72, 80, 128; GQA ratios 1, 2, 4, 8; 1..40 new tokens
-// with and without a cached prefix; windows 0 and small; block sizes 1, 16, 32; F32 and BF16;
+// with and without a cached prefix; windows 0 and small; soft-capping off and on (a cap near the
+// scores' size, so that tanh bends them); block sizes 1, 16, 32; F32 and BF16;
 // 1, 2 and 3 threads; padded strides.
 std::vector<AttentionCase> attention_cases();
 

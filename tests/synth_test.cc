@@ -205,11 +205,30 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
 
     const Checkpoint ckpt = Checkpoint::open_dir(o.output_dir);
     EXPECT_EQ((ckpt.find("lm_head.weight") != nullptr), !c.tie_word_embeddings);
-    const bool qwen3 = name == "tiny-qwen3" || name == "tiny-qwen3-moe",
-               olmoe = name == "tiny-olmoe";
-    EXPECT_EQ((ckpt.find("model.layers.1.self_attn.q_norm.weight") != nullptr), qwen3 || olmoe);
-    EXPECT_EQ((ckpt.find("model.layers.1.self_attn.k_norm.weight") != nullptr), qwen3 || olmoe);
-    if (qwen3 || olmoe) {  // per head, or OLMoE's over the whole k projection
+    const bool olmoe = name == "tiny-olmoe";
+    const bool qk_norm =
+        name == "tiny-qwen3" || name == "tiny-qwen3-moe" || name == "tiny-gemma3" || olmoe;
+    EXPECT_EQ((ckpt.find("model.layers.1.self_attn.q_norm.weight") != nullptr), qk_norm);
+    EXPECT_EQ((ckpt.find("model.layers.1.self_attn.k_norm.weight") != nullptr), qk_norm);
+    const bool gemma = name.starts_with("tiny-gemma");
+    EXPECT_EQ((ckpt.find("model.layers.1.pre_feedforward_layernorm.weight") != nullptr), gemma);
+    EXPECT_EQ((ckpt.find("model.layers.1.post_feedforward_layernorm.weight") != nullptr), gemma);
+    const bool phi3 = name == "tiny-phi3";
+    EXPECT_EQ((ckpt.find("model.layers.0.self_attn.qkv_proj.weight") != nullptr), phi3);
+    EXPECT_EQ((ckpt.find("model.layers.0.mlp.gate_up_proj.weight") != nullptr), phi3);
+    if (phi3) {
+      EXPECT_EQ(c.partial_rotary_factor, 0.75);
+      EXPECT_EQ(c.rope_scaling.long_factor, o.config.rope_scaling.long_factor);
+      EXPECT_EQ(c.rope_scaling.short_factor, o.config.rope_scaling.short_factor);
+      EXPECT_EQ(c.original_max_position_embeddings, 256);
+    }
+    if (gemma) {
+      EXPECT_EQ(c.attn_logit_softcapping, o.config.attn_logit_softcapping);
+      EXPECT_EQ(c.final_logit_softcapping, o.config.final_logit_softcapping);
+      EXPECT_EQ(c.query_pre_attn_scalar, o.config.query_pre_attn_scalar);
+      EXPECT_EQ(c.rope_local_base_freq, o.config.rope_local_base_freq);
+    }
+    if (qk_norm) {  // per head, or OLMoE's over the whole k projection
       const auto k_norm = ckpt.tensor("model.layers.1.self_attn.k_norm.weight");
       EXPECT_EQ(k_norm.shape,
                 (std::vector<int64_t>{olmoe ? c.num_key_value_heads * c.head_dim : c.head_dim}));
@@ -260,7 +279,8 @@ TEST(Synth, EveryPresetHasAWorkingTokenizer) {
     o.config.intermediate_size = 16;
     o.config.num_attention_heads = 2;
     o.config.num_key_value_heads = 2;
-    o.config.head_dim = 8;
+    // longrope's factors are one per rotary frequency: the head keeps its size.
+    if (o.config.rope_scaling.type != "longrope") o.config.head_dim = 8;
     o.output_dir = scratch.file(name);
     write_synthetic_model(o);
 

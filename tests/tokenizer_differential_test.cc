@@ -222,6 +222,22 @@ std::vector<std::pair<std::string, nlohmann::json>> variants() {
   a["model"]["fuse_unk"] = false;
   out.emplace_back("llama2-nfkc-digits-roberta-unk", a);
 
+  // Gemma's shape: SentencePiece-style BPE with byte fallback, spaces replaced by "▁" without a
+  // prepended one, no pre-tokenizer, a decoder without Strip, its chat turn markers as specials.
+  nlohmann::json g = fixture_document("tokenizer-llama2");
+  g["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+  g["pre_tokenizer"] = nullptr;
+  g["decoder"] = {{"type", "Sequence"},
+                  {"decoders",
+                   {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                    {{"type", "ByteFallback"}},
+                    {{"type", "Fuse"}}}}};
+  g["added_tokens"].push_back(
+      added_token(32000, "<start_of_turn>", true, false, false, false, false));
+  g["added_tokens"].push_back(
+      added_token(32001, "<end_of_turn>", true, false, false, false, false));
+  out.emplace_back("gemma-shape", g);
+
   nlohmann::json b = fixture_document("tokenizer-mistral");
   b["normalizer"] = {{"type", "NFD"}};
   b["pre_tokenizer"] = {{"type", "Sequence"},

@@ -45,6 +45,10 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Qwen2MoeForCausalLM") return {"qwen2moe", false};
   if (c.architecture == "Qwen3MoeForCausalLM") return {"qwen3moe", false};
   if (c.architecture == "OlmoeForCausalLM") return {"olmoe", false};
+  if (c.architecture == "Gemma2ForCausalLM") return {"gemma2", false};
+  if (c.architecture == "Gemma3ForCausalLM" || c.architecture == "Gemma3ForConditionalGeneration")
+    return {"gemma3", false};
+  if (c.architecture == "Phi3ForCausalLM") return {"phi3", false};
   throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
 }
 
@@ -216,7 +220,8 @@ std::vector<float> llama3_rope_factors(const ModelConfig& c) {
   return factors;
 }
 
-void add_hparams(GgufWriter& w, const ModelConfig& c, const std::string& arch) {
+void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) {
+  const ModelConfig& c = a.config;
   const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
   w.add_u32(arch + ".vocab_size", u32(c.vocab_size));
   w.add_u32(arch + ".context_length", u32(c.max_position_embeddings));
@@ -229,7 +234,7 @@ void add_hparams(GgufWriter& w, const ModelConfig& c, const std::string& arch) {
   w.add_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
   w.add_u32(arch + ".attention.key_length", u32(c.head_dim));
   w.add_u32(arch + ".attention.value_length", u32(c.head_dim));
-  w.add_u32(arch + ".rope.dimension_count", u32(c.head_dim));
+  w.add_u32(arch + ".rope.dimension_count", u32(a.rotary_dim));
   if (c.num_experts > 0) {
     w.add_u32(arch + ".expert_count", u32(c.num_experts));
     w.add_u32(arch + ".expert_used_count", u32(c.num_experts_per_tok));
@@ -242,6 +247,32 @@ void add_hparams(GgufWriter& w, const ModelConfig& c, const std::string& arch) {
     w.add_string(arch + ".rope.scaling.type", "linear");
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
   }
+  // Gemma: llama.cpp fixes the layer pattern (2 for Gemma 2, 6 for Gemma 3) and Gemma 3's
+  // local rope base (10000); the window and the caps are keys.
+  if (a.gemma) w.add_u32(arch + ".attention.sliding_window", u32(c.sliding_window));
+  if (a.attention_softcap > 0) w.add_f32(arch + ".attn_logit_softcapping", a.attention_softcap);
+  if (a.final_softcap > 0) w.add_f32(arch + ".final_logit_softcapping", a.final_softcap);
+  if (arch == "phi3") {
+    w.add_u32(arch + ".attention.sliding_window", u32(a.sliding_window));
+    w.add_u32(arch + ".rope.scaling.original_context_length",
+              u32(a.longrope_original_context > 0 ? a.longrope_original_context
+                                                  : c.max_position_embeddings));
+    if (a.rope == RopeVariant::longrope)
+      w.add_f32(arch + ".rope.scaling.attn_factor", a.rope_attention_factor);
+  }
+}
+
+// llama.cpp's layer pattern and local rope base for Gemma, which GGUF cannot express otherwise.
+void check_gemma_pattern(const Architecture& a, const std::string& arch) {
+  const int64_t pattern = arch == "gemma2" ? 2 : 6;
+  for (int64_t i = 0; i < a.config.num_hidden_layers; ++i)
+    if ((a.layer_window[static_cast<size_t>(i)] > 0) != (i % pattern < pattern - 1))
+      throw Error("export-gguf: layer " + std::to_string(i) + ": llama.cpp's " + arch +
+                  " has every " + std::to_string(pattern) +
+                  "th layer global, this model's layer pattern differs");
+  if (arch == "gemma3" && a.local_rope_theta != 10000.0)
+    throw Error("export-gguf: rope_local_base_freq " + std::to_string(a.local_rope_theta) +
+                ": llama.cpp's gemma3 fixes it at 10000");
 }
 
 }  // namespace
@@ -268,7 +299,8 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   w.add_string("general.architecture", arch.name);
   w.add_string("general.type", "model");
   w.add_string("general.name", fs::path(o.model_dir).filename().string());
-  add_hparams(w, c, arch.name);
+  if (a.gemma) check_gemma_pattern(a, arch.name);
+  add_hparams(w, a, arch.name);
 
   // Float tensors of a quantized checkpoint keep their dtype (1-D ones become F32, as the script
   // writes them); an unquantized checkpoint becomes all F32.
@@ -276,8 +308,21 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     if (!qc.quantized() || t.shape.size() == 1) return GgmlType::F32;
     return ggml_type(t.dtype, t);
   };
+  // Gemma's norms multiply by 1 + w: llama.cpp's by the weight as stored, so it is stored + 1.
   const auto add_norm = [&](const std::string& hf, const std::string& gguf) {
-    add_float_tensor(w, gguf, ckpt.tensor(hf), GgmlType::F32, nullptr);
+    if (!a.gemma) return add_float_tensor(w, gguf, ckpt.tensor(hf), GgmlType::F32, nullptr);
+    const TensorView& t = ckpt.tensor(hf);
+    const FloatElements values(t);
+    std::vector<float> shifted(static_cast<size_t>(t.numel()));
+    for (size_t i = 0; i < shifted.size(); ++i) shifted[i] = 1.0f + values[static_cast<int64_t>(i)];
+    w.add_tensor(gguf, GgmlType::F32, t.shape, [shifted](uint8_t* out, size_t bytes) {
+      std::memcpy(out, shifted.data(), bytes);
+    });
+  };
+  const auto add_f32_vector = [&](const std::string& name, const std::vector<double>& values) {
+    std::vector<float> v(values.begin(), values.end());
+    w.add_tensor(name, GgmlType::F32, {static_cast<int64_t>(v.size())},
+                 [v](uint8_t* out, size_t bytes) { std::memcpy(out, v.data(), bytes); });
   };
   // A linear module: Q4_0 when int4, its float dtype when dense; its bias F32. llama's q and k
   // (qk_heads > 0) get their rows permuted.
@@ -333,6 +378,10 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
         "rope_freqs.weight", GgmlType::F32, {static_cast<int64_t>(factors.size())},
         [factors](uint8_t* out, size_t bytes) { std::memcpy(out, factors.data(), bytes); });
   }
+  if (a.rope == RopeVariant::longrope) {
+    add_f32_vector("rope_factors_long.weight", c.rope_scaling.long_factor);
+    add_f32_vector("rope_factors_short.weight", c.rope_scaling.short_factor);
+  }
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const LayerModules l = a.layer(i);
     const std::string blk = "blk." + std::to_string(i) + ".";
@@ -341,11 +390,20 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       add_norm(l.q_norm, blk + "attn_q_norm.weight");
       add_norm(l.k_norm, blk + "attn_k_norm.weight");
     }
-    add_linear(l.attention_input.at(0), blk + "attn_q", c.num_attention_heads);
-    add_linear(l.attention_input.at(1), blk + "attn_k", c.num_key_value_heads);
-    add_linear(l.attention_input.at(2), blk + "attn_v", 0);
+    if (l.attention_input.size() == 1) {  // Phi-3: fused in the checkpoint and in llama.cpp
+      add_linear(l.attention_input[0], blk + "attn_qkv", 0);
+    } else {
+      add_linear(l.attention_input.at(0), blk + "attn_q", c.num_attention_heads);
+      add_linear(l.attention_input.at(1), blk + "attn_k", c.num_key_value_heads);
+      add_linear(l.attention_input.at(2), blk + "attn_v", 0);
+    }
     add_linear(l.attention_output, blk + "attn_output", 0);
-    add_norm(l.post_attention_norm, blk + "ffn_norm.weight");
+    if (a.gemma) {
+      add_norm(l.post_attention_norm, blk + "post_attention_norm.weight");
+      add_norm(l.pre_feedforward_norm, blk + "ffn_norm.weight");
+    } else {
+      add_norm(l.post_attention_norm, blk + "ffn_norm.weight");
+    }
     if (!l.experts.empty()) {
       add_linear(l.router.at(0), blk + "ffn_gate_inp", 0);
       add_experts(
@@ -366,12 +424,16 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       w.add_tensor(blk + "ffn_gate_inp_shexp.weight", GgmlType::F32, {gate.in_features},
                    float_producer(*lt.weight, GgmlType::F32, nullptr));
     }
-    if (!l.mlp_input.empty()) {
+    if (l.mlp_input.size() == 1) {  // Phi-3's gate_up_proj is llama.cpp's ffn_up, gate first
+      add_linear(l.mlp_input[0], blk + "ffn_up", 0);
+      add_linear(l.mlp_output, blk + "ffn_down", 0);
+    } else if (!l.mlp_input.empty()) {
       const std::string suffix = l.experts.empty() ? "" : "_shexp";
       add_linear(l.mlp_input.at(0), blk + "ffn_gate" + suffix, 0);
       add_linear(l.mlp_input.at(1), blk + "ffn_up" + suffix, 0);
       add_linear(l.mlp_output, blk + "ffn_down" + suffix, 0);
     }
+    if (a.gemma) add_norm(l.post_feedforward_norm, blk + "post_ffw_norm.weight");
   }
   add_norm(a.final_norm, "output_norm.weight");
   if (a.head) add_linear(*a.head, "output", 0);

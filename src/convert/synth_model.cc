@@ -57,7 +57,9 @@ struct ValueRule {
 };
 
 ValueRule value_rule(const SynthOptions& o, std::string_view name) {
-  if (ends_with(name, "norm.weight")) return {1.0f, o.norm_spread};
+  // Gemma's norms multiply by 1 + w: w near 0 is a norm near 1.
+  const bool gemma = o.config.architecture.starts_with("Gemma");
+  if (ends_with(name, "norm.weight")) return {gemma ? 0.0f : 1.0f, o.norm_spread};
   if (ends_with(name, ".bias")) return {0.0f, o.bias_std};
   return {0.0f, o.weight_std};
 }
@@ -105,23 +107,23 @@ void check_shapes(const ModelConfig& c) {
 }
 
 std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
-  std::vector<TensorSpec> tensors{
-      {"model.embed_tokens.weight", dtype, {c.vocab_size, c.hidden_size}},
-      {"model.norm.weight", dtype, {c.hidden_size}}};
-  const Architecture arch = Architecture::from_config(c, "synth config");
+  const Architecture a = Architecture::from_config(c, "synth config");
+  std::vector<TensorSpec> tensors{{a.embedding, dtype, {c.vocab_size, c.hidden_size}},
+                                  {a.final_norm, dtype, {c.hidden_size}}};
   for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
-    const LayerModules names = arch.layer(layer);
-    tensors.push_back({names.input_norm, dtype, {c.hidden_size}});
-    tensors.push_back({names.post_attention_norm, dtype, {c.hidden_size}});
-    if (arch.qk_norm) {  // RMSNorm of each head's q and k (OLMoE: of the whole projections)
-      const bool whole = arch.qk_norm_whole;
+    const LayerModules m = a.layer(layer);
+    for (const std::string& norm :
+         {m.input_norm, m.post_attention_norm, m.pre_feedforward_norm, m.post_feedforward_norm})
+      if (!norm.empty()) tensors.push_back({norm, dtype, {c.hidden_size}});
+    if (a.qk_norm) {  // RMSNorm of each head's q and k (OLMoE: of the whole projections)
+      const bool whole = a.qk_norm_whole;
       tensors.push_back(
-          {names.q_norm, dtype, {whole ? c.num_attention_heads * c.head_dim : c.head_dim}});
+          {m.q_norm, dtype, {whole ? c.num_attention_heads * c.head_dim : c.head_dim}});
       tensors.push_back(
-          {names.k_norm, dtype, {whole ? c.num_key_value_heads * c.head_dim : c.head_dim}});
+          {m.k_norm, dtype, {whole ? c.num_key_value_heads * c.head_dim : c.head_dim}});
     }
   }
-  for (const LinearModule& m : arch.linear_modules()) {
+  for (const LinearModule& m : a.linear_modules()) {
     tensors.push_back({m.name + ".weight", dtype, {m.out_features, m.in_features}});
     if (m.has_bias) tensors.push_back({m.name + ".bias", dtype, {m.out_features}});
   }
@@ -139,8 +141,17 @@ nlohmann::ordered_json rope_scaling_json(const RopeScaling& r) {
     j["low_freq_factor"] = r.low_freq_factor;
     j["original_max_position_embeddings"] = r.original_max_position_embeddings;
   }
+  if (r.type == "longrope") {
+    j.erase("factor");
+    j["long_factor"] = r.long_factor;
+    j["short_factor"] = r.short_factor;
+  }
   j["rope_type"] = r.type;
   return j;
+}
+
+nlohmann::ordered_json nullable(double v) {
+  return v > 0 ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
 }
 
 nlohmann::ordered_json token_ids_json(const ModelConfig& c) {
@@ -190,6 +201,20 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
       j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
     j["output_router_logits"] = false;
     j["router_aux_loss_coef"] = 0.001;
+  }
+  if (c.architecture.starts_with("Gemma")) {
+    j["hidden_activation"] = c.hidden_act;
+    j["query_pre_attn_scalar"] = c.query_pre_attn_scalar;
+    j["sliding_window"] = c.sliding_window;
+    j["attn_logit_softcapping"] = nullable(c.attn_logit_softcapping);
+    j["final_logit_softcapping"] = nullable(c.final_logit_softcapping);
+    if (c.rope_local_base_freq > 0) j["rope_local_base_freq"] = c.rope_local_base_freq;
+    if (c.sliding_window_pattern > 0) j["sliding_window_pattern"] = c.sliding_window_pattern;
+  }
+  if (c.architecture == "Phi3ForCausalLM") {
+    j["partial_rotary_factor"] = c.partial_rotary_factor;
+    j["original_max_position_embeddings"] = c.original_max_position_embeddings;
+    j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nullptr;
   }
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["bos_token_id"] = c.bos_token_id >= 0 ? nlohmann::ordered_json(c.bos_token_id) : nullptr;

@@ -9,8 +9,20 @@
 namespace dq4 {
 namespace {
 
-enum class Arch { llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, mixtral, olmoe };
-enum class Rope { none, llama3, linear };
+enum class Arch {
+  llama,
+  mistral,
+  qwen2,
+  qwen3,
+  qwen2_moe,
+  qwen3_moe,
+  mixtral,
+  olmoe,
+  gemma2,
+  gemma3,
+  phi3
+};
+enum class Rope { none, llama3, linear, longrope };
 
 // A preset: the defaults are the tiny model of synth.h's comment (Llama, untied, no rope scaling).
 struct Preset {
@@ -22,9 +34,10 @@ struct Preset {
   bool tied = false;
   Rope rope = Rope::none;
   double rope_factor = 1.0;
-  int64_t rope_original_context = 0;  // llama3
-  int64_t sliding_window = 0;         // 0: none
-  bool tiny = true;                   // weights ~N(0, 0.1^2), norms 1 + ~N(0, 0.1^2)
+  int64_t rope_original_context = 0;           // llama3
+  int64_t sliding_window = 0;                  // 0: none
+  double attn_softcap = 0, final_softcap = 0;  // Gemma 2
+  bool tiny = true;                            // weights ~N(0, 0.1^2), norms 1 + ~N(0, 0.1^2)
   // Mixtures of experts: experts, experts per token, the experts' intermediate size (Qwen's
   // moe_intermediate_size; Mixtral's and OLMoE's is `intermediate`), the shared expert's.
   int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0, shared_intermediate = 0;
@@ -132,6 +145,37 @@ constexpr Preset kPresets[] = {
      .tiny = false,
      .experts = 8,
      .experts_per_token = 2},
+    {.name = "gemma2-2b",
+     .arch = Arch::gemma2,
+     .hidden = 2304,
+     .intermediate = 9216,
+     .layers = 26,
+     .heads = 8,
+     .kv_heads = 4,
+     .head_dim = 256,
+     .vocab = 256000,
+     .context = 8192,
+     .rms_norm_eps = 1e-6,
+     .tied = true,
+     .sliding_window = 4096,
+     .attn_softcap = 50.0,
+     .final_softcap = 30.0,
+     .tiny = false},
+    {.name = "gemma3-1b",
+     .arch = Arch::gemma3,
+     .hidden = 1152,
+     .intermediate = 6912,
+     .layers = 26,
+     .heads = 4,
+     .kv_heads = 1,
+     .head_dim = 256,
+     .vocab = 262144,
+     .context = 32768,
+     .rms_norm_eps = 1e-6,
+     .rope_theta = 1000000.0,
+     .tied = true,
+     .sliding_window = 512,
+     .tiny = false},
     {.name = "tiny"},
     {.name = "tiny-llama3",
      .rope = Rope::llama3,
@@ -146,6 +190,32 @@ constexpr Preset kPresets[] = {
     tiny_moe("tiny-qwen2-moe", Arch::qwen2_moe, false),
     tiny_moe("tiny-mixtral", Arch::mixtral, true),
     tiny_moe("tiny-olmoe", Arch::olmoe, false),
+    // Gemma 2: local layers (window 8) alternate with global ones, scores and logits soft-capped
+    // near their size (the real caps, 50 and 30, would hardly bend a tiny model's).
+    {.name = "tiny-gemma2",
+     .arch = Arch::gemma2,
+     .rms_norm_eps = 1e-6,
+     .tied = true,
+     .sliding_window = 8,
+     .attn_softcap = 2.0,
+     .final_softcap = 4.0},
+    // Gemma 3: six layers so that the pattern's global layer occurs, linear rope scaling on it.
+    {.name = "tiny-gemma3",
+     .arch = Arch::gemma3,
+     .layers = 6,
+     .rms_norm_eps = 1e-6,
+     .rope_theta = 1000000.0,
+     .tied = true,
+     .rope = Rope::linear,
+     .rope_factor = 8.0,
+     .sliding_window = 8},
+    // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
+    // llama.cpp pads a small context to, so that its choice of factors can be matched).
+    {.name = "tiny-phi3",
+     .arch = Arch::phi3,
+     .rope = Rope::longrope,
+     .rope_factor = 4.0,
+     .rope_original_context = 256},
 };
 
 SynthOptions options_of(const Preset& p) {
@@ -183,6 +253,24 @@ SynthOptions options_of(const Preset& p) {
     case Arch::olmoe:  // q/k norms over the whole projections
       c.architecture = "OlmoeForCausalLM", c.model_type = "olmoe";
       break;
+    case Arch::gemma2:  // soft-caps
+      c.architecture = "Gemma2ForCausalLM", c.model_type = "gemma2";
+      c.hidden_act = "gelu_pytorch_tanh";
+      c.attn_logit_softcapping = p.attn_softcap;
+      c.final_logit_softcapping = p.final_softcap;
+      c.query_pre_attn_scalar = static_cast<double>(p.head_dim);
+      break;
+    case Arch::gemma3:  // q/k norms, local layers' own rope base
+      c.architecture = "Gemma3ForCausalLM", c.model_type = "gemma3_text";
+      c.hidden_act = "gelu_pytorch_tanh";
+      c.query_pre_attn_scalar = static_cast<double>(p.head_dim);
+      c.rope_local_base_freq = 10000.0;
+      c.sliding_window_pattern = 6;
+      break;
+    case Arch::phi3:
+      c.architecture = "Phi3ForCausalLM", c.model_type = "phi3";
+      c.partial_rotary_factor = 0.75;
+      break;
   }
   c.num_experts = p.experts;
   c.num_experts_per_tok = p.experts_per_token;
@@ -202,8 +290,23 @@ SynthOptions options_of(const Preset& p) {
   c.tie_word_embeddings = p.tied;
   c.sliding_window = p.sliding_window;
   if (p.rope != Rope::none) {
-    c.rope_scaling.type = p.rope == Rope::llama3 ? "llama3" : "linear";
-    c.rope_scaling.factor = p.rope_factor;
+    c.rope_scaling.type = p.rope == Rope::llama3   ? "llama3"
+                          : p.rope == Rope::linear ? "linear"
+                                                   : "longrope";
+    // longrope's factor is implied by the contexts (Phi-3's configs carry none).
+    if (p.rope != Rope::longrope) c.rope_scaling.factor = p.rope_factor;
+  }
+  if (p.rope == Rope::longrope) {
+    // max_position_embeddings is factor times the original context; the factors grow with the
+    // wavelength as Phi-3's do (short near 1, long up to the factor).
+    c.original_max_position_embeddings = p.rope_original_context;
+    c.max_position_embeddings = static_cast<int64_t>(p.rope_factor) * p.rope_original_context;
+    const int64_t half = static_cast<int64_t>(static_cast<double>(p.head_dim) * 0.75) / 2;
+    for (int64_t i = 0; i < half; ++i) {
+      const double t = static_cast<double>(i) / static_cast<double>(half - 1);
+      c.rope_scaling.short_factor.push_back(1.0 + 0.05 * t);
+      c.rope_scaling.long_factor.push_back(1.0 + (p.rope_factor - 1.0) * t);
+    }
   }
   if (p.rope == Rope::llama3) {
     c.rope_scaling.low_freq_factor = 1.0;

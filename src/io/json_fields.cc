@@ -105,6 +105,18 @@ std::optional<double> JsonFields::number(std::string_view key) const {
   return value->get<double>();
 }
 
+std::vector<double> JsonFields::numbers(std::string_view key) const {
+  const nlohmann::json* value = find(key);
+  if (value == nullptr) return {};
+  if (!value->is_array()) fail(key, "expected a list of numbers, got " + json_snippet(*value));
+  std::vector<double> out;
+  for (const nlohmann::json& v : *value) {
+    if (!v.is_number()) fail(key, "expected a list of numbers, got " + json_snippet(*value));
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
 std::optional<bool> JsonFields::boolean(std::string_view key) const {
   const nlohmann::json* value = find(key);
   if (value == nullptr) return std::nullopt;

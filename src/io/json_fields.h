@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dq4::io {
 
@@ -28,6 +29,7 @@ class JsonFields {
   std::optional<double> number(std::string_view key) const;
   std::optional<bool> boolean(std::string_view key) const;
   std::optional<std::string> string(std::string_view key) const;
+  std::vector<double> numbers(std::string_view key) const;  // a list of numbers; absent: {}
 
   int64_t required_integer(std::string_view key) const;
   std::string required_string(std::string_view key) const;

@@ -8,6 +8,7 @@
 
 #include "dq4/io/text_file.h"
 #include "dq4/kernels/error.h"
+#include "gemma3_text_config.h"
 #include "json_fields.h"
 #include "strict_json.h"
 
@@ -32,6 +33,8 @@ RopeScaling parse_rope_scaling(const io::JsonFields& rope) {
   r.low_freq_factor = rope.number("low_freq_factor").value_or(1.0);
   r.high_freq_factor = rope.number("high_freq_factor").value_or(4.0);
   r.original_max_position_embeddings = rope.integer("original_max_position_embeddings").value_or(0);
+  r.short_factor = rope.numbers("short_factor");
+  r.long_factor = rope.numbers("long_factor");
   return r;
 }
 
@@ -54,7 +57,10 @@ std::vector<int32_t> token_ids(const io::JsonFields& fields, std::string_view ke
 }  // namespace
 
 ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& file) {
-  const nlohmann::json json = io::parse_strict_json(config_json, file);
+  nlohmann::json json = io::parse_strict_json(config_json, file);
+  if (json.is_object() && json.value("architectures", nlohmann::json::array()) ==
+                              nlohmann::json::array({"Gemma3ForConditionalGeneration"}))
+    json = io::gemma3_text_config(json, file);
   const io::JsonFields fields(json, file, "");
   ModelConfig c;
 
@@ -98,7 +104,8 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     for (const auto& [key, value] : fields.find("rope_parameters")->items())
       if (key != "rope_type" && key != "type" && key != "rope_theta" && key != "factor" &&
           key != "low_freq_factor" && key != "high_freq_factor" &&
-          key != "original_max_position_embeddings" && !value.is_null())
+          key != "original_max_position_embeddings" && key != "short_factor" &&
+          key != "long_factor" && !value.is_null())
         c.rope_scaling.other_keys.push_back("rope_parameters." + key);
   } else if (fields.has("rope_scaling")) {
     c.rope_scaling = parse_rope_scaling(fields.object("rope_scaling"));
@@ -106,7 +113,7 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     for (const auto& [key, value] : fields.find("rope_scaling")->items())
       if (key != "rope_type" && key != "type" && key != "factor" && key != "low_freq_factor" &&
           key != "high_freq_factor" && key != "original_max_position_embeddings" &&
-          !value.is_null())
+          key != "short_factor" && key != "long_factor" && !value.is_null())
         c.rope_scaling.other_keys.push_back("rope_scaling." + key);
   }
   if (!(c.rope_theta > 0)) fields.fail("rope_theta", "must be positive");
@@ -152,6 +159,20 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
                          .value_or(c.architecture == "Qwen2ForCausalLM" ||
                                    c.architecture == "Qwen2MoeForCausalLM");
   c.mlp_bias = fields.boolean("mlp_bias").value_or(false);
+  c.attn_logit_softcapping = fields.number("attn_logit_softcapping").value_or(0.0);
+  c.final_logit_softcapping = fields.number("final_logit_softcapping").value_or(0.0);
+  c.query_pre_attn_scalar = fields.number("query_pre_attn_scalar").value_or(0.0);
+  c.rope_local_base_freq = fields.number("rope_local_base_freq").value_or(0.0);
+  c.sliding_window_pattern = fields.integer("sliding_window_pattern").value_or(0);
+  c.original_max_position_embeddings =
+      fields.integer("original_max_position_embeddings").value_or(0);
+  if (const nlohmann::json* types = fields.find("layer_types")) {
+    if (!types->is_array()) fields.fail("layer_types", "expected a list of strings");
+    for (const nlohmann::json& t : *types) {
+      if (!t.is_string()) fields.fail("layer_types", "expected a list of strings");
+      c.layer_types.push_back(t.get<std::string>());
+    }
+  }
   // transformers >= 4.56 writes "dtype"; older versions "torch_dtype".
   c.torch_dtype = fields.string("torch_dtype").value_or(fields.string("dtype").value_or(""));
   return c;

@@ -2,6 +2,7 @@
 
 #include "dq4/model/architecture.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string_view>
@@ -30,6 +31,12 @@ const std::set<std::string_view>& unsupported_keys() {
   return keys;
 }
 
+// The keys of that list Gemma's forward pass implements.
+bool gemma_key(std::string_view key) {
+  return key == "attn_logit_softcapping" || key == "final_logit_softcapping" ||
+         key == "query_pre_attn_scalar" || key == "layer_types";
+}
+
 [[noreturn]] void refuse(const std::string& file, const std::string& field,
                          const std::string& why) {
   throw Error(file + ": " + field + ": " + why);
@@ -51,13 +58,79 @@ void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) 
     if (!(r.high_freq_factor > r.low_freq_factor) || !(r.low_freq_factor > 0))
       refuse(file, "rope_scaling", "needs 0 < low_freq_factor < high_freq_factor");
     a.rope = RopeVariant::llama3;
+  } else if ((r.type == "longrope" || r.type == "su") && c.architecture == "Phi3ForCausalLM") {
+    a.rope = RopeVariant::longrope;
   } else {
     refuse(file, "rope_scaling.rope_type",
-           "'" + r.type + "' is not supported (dq4 runs none, 'linear' and 'llama3')");
+           "'" + r.type +
+               "' is not supported (dq4 runs none, 'linear', 'llama3' and Phi-3's 'longrope')");
   }
-  if (c.partial_rotary_factor != 1.0)
-    refuse(file, "partial_rotary_factor", "dq4 rotates whole heads only (1.0)");
-  if (c.head_dim % 2 != 0) refuse(file, "head_dim", "must be even for rotary embeddings");
+  if (c.partial_rotary_factor != 1.0 && c.architecture != "Phi3ForCausalLM")
+    refuse(file, "partial_rotary_factor", "dq4 rotates whole heads only (1.0) but for Phi-3");
+  if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))
+    refuse(file, "partial_rotary_factor", "must be in (0, 1]");
+  a.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
+  if (a.rotary_dim % 2 != 0 || a.rotary_dim == 0)
+    refuse(file, "head_dim", "the rotated part of a head must be even for rotary embeddings");
+  if (a.rope == RopeVariant::longrope) {
+    const int64_t half = a.rotary_dim / 2;
+    if (static_cast<int64_t>(r.short_factor.size()) != half ||
+        static_cast<int64_t>(r.long_factor.size()) != half)
+      refuse(file, "rope_scaling.short_factor",
+             "longrope needs short_factor and long_factor of rotary_dim / 2 = " +
+                 std::to_string(half) + " values each");
+    for (const auto* list : {&r.short_factor, &r.long_factor})
+      for (double f : *list)
+        if (!(f > 0)) refuse(file, "rope_scaling.long_factor", "factors must be positive");
+    // As transformers: the original context of the top level (else max_position_embeddings),
+    // and the attention factor of the context's extension.
+    const int64_t original = c.original_max_position_embeddings > 0
+                                 ? c.original_max_position_embeddings
+                                 : c.max_position_embeddings;
+    a.longrope_original_context = original;
+    const double factor = static_cast<double>(c.max_position_embeddings) / original;
+    a.rope_attention_factor =
+        factor <= 1.0
+            ? 1.0f
+            : static_cast<float>(std::sqrt(1 + std::log(factor) / std::log(double(original))));
+  }
+}
+
+// Gemma 2 / 3: the per-layer windows, the attention scale, soft-caps and the local rope base.
+void configure_gemma(const ModelConfig& c, const std::string& file, bool gemma3, Architecture& a) {
+  a.gemma = true;
+  if (c.hidden_act != "gelu_pytorch_tanh")
+    refuse(file, "hidden_activation",
+           "'" + c.hidden_act + "' is not supported for Gemma (dq4 runs gelu_pytorch_tanh)");
+  a.activation = Activation::gelu_tanh;
+  a.qk_norm = gemma3;
+  const double scalar =
+      c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim);
+  a.attention_scale = static_cast<float>(1.0 / std::sqrt(scalar));
+  a.attention_softcap = static_cast<float>(c.attn_logit_softcapping);
+  a.final_softcap = static_cast<float>(c.final_logit_softcapping);
+  const int64_t layers = c.num_hidden_layers;
+  if (!c.layer_types.empty() && static_cast<int64_t>(c.layer_types.size()) != layers)
+    refuse(file, "layer_types", "needs one entry per layer (" + std::to_string(layers) + ")");
+  const int64_t pattern = c.sliding_window_pattern > 0 ? c.sliding_window_pattern : 6;
+  for (int64_t i = 0; i < layers; ++i) {
+    bool local;
+    if (!c.layer_types.empty()) {
+      const std::string& t = c.layer_types[static_cast<size_t>(i)];
+      if (t != "sliding_attention" && t != "full_attention")
+        refuse(file, "layer_types", "'" + t + "' is not sliding_attention or full_attention");
+      local = t == "sliding_attention";
+    } else {
+      // transformers: Gemma 2's even layers are local; Gemma 3's all but every pattern-th.
+      local = gemma3 ? (i + 1) % pattern != 0 : i % 2 == 0;
+    }
+    a.layer_window[static_cast<size_t>(i)] = local ? c.sliding_window : 0;
+  }
+  if (gemma3) a.local_rope_theta = c.rope_local_base_freq > 0 ? c.rope_local_base_freq : 10000.0;
+  // Gemma ties its head unless the config says otherwise.
+  const bool tie_given =
+      std::find(c.keys.begin(), c.keys.end(), "tie_word_embeddings") != c.keys.end();
+  if (!tie_given) a.config.tie_word_embeddings = true;
 }
 
 // The mixture-of-experts settings of Qwen3-MoE, Qwen2-MoE, Mixtral and OLMoE.
@@ -91,16 +164,19 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              mixtral = arch == "MixtralForCausalLM", olmoe = arch == "OlmoeForCausalLM";
   const bool llama = arch == "LlamaForCausalLM", mistral = arch == "MistralForCausalLM" || mixtral,
              qwen2 = arch == "Qwen2ForCausalLM" || qwen2_moe,
-             qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe;
+             qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe, gemma2 = arch == "Gemma2ForCausalLM",
+             gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
+             phi3 = arch == "Phi3ForCausalLM";
   const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
-  if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe)
+  if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3)
     refuse(file, "architectures",
            "'" + arch +
                "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
                "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
-               "MixtralForCausalLM, OlmoeForCausalLM)");
+               "MixtralForCausalLM, OlmoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
+               "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM)");
   for (const std::string& key : c.keys) {
-    if (unsupported_keys().contains(key))
+    if (unsupported_keys().contains(key) && !((gemma2 || gemma3) && gemma_key(key)))
       refuse(file, key, "changes the forward pass in a way dq4 does not implement");
     if (!moe && (key == "num_experts" || key == "num_local_experts" ||
                  key == "moe_intermediate_size" || key == "shared_expert_intermediate_size"))
@@ -112,7 +188,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
       refuse(file, "shared_expert_intermediate_size", "missing or not positive");
     a.shared_expert_intermediate = c.shared_expert_intermediate_size;
   }
-  if (c.hidden_act != "silu")
+  if (!gemma2 && !gemma3 && c.hidden_act != "silu")
     refuse(file, "hidden_act", "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
   check_rope(c, file, a);
   a.qk_norm = qwen3 || olmoe;
@@ -120,12 +196,21 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   // Qwen2's q/k/v always have biases and its o_proj never has one, whatever attention_bias says.
   a.qkv_bias = qwen2 || c.attention_bias;
   a.o_bias = !qwen2 && c.attention_bias;
-  // Llama's modeling code ignores sliding_window; Mistral's applies it to every layer; Qwen's
-  // use_sliding_window applies it to some layers only (max_window_layers), which dq4 does not do.
-  if (mistral) a.sliding_window = c.sliding_window;
+  a.attention_scale = static_cast<float>(1.0 / std::sqrt(static_cast<float>(c.head_dim)));
+  // Llama's modeling code ignores sliding_window; Mistral's and Phi-3's apply it to every layer;
+  // Qwen's use_sliding_window applies it to some layers only (max_window_layers), which dq4 does
+  // not do.
+  if (mistral || phi3) a.sliding_window = c.sliding_window;
   if ((qwen2 || qwen3) && c.sliding_window > 0)
     refuse(file, "use_sliding_window", "Qwen's per-layer sliding window is not supported");
-  if (!c.tie_word_embeddings) a.head = LinearModule{"lm_head", c.vocab_size, c.hidden_size, false};
+  a.layer_window.assign(static_cast<size_t>(c.num_hidden_layers), a.sliding_window);
+  if (gemma2 || gemma3) configure_gemma(c, file, gemma3, a);
+  if (arch == "Gemma3ForConditionalGeneration") a.prefix = "language_model.model.";
+  a.embedding = a.prefix + "embed_tokens.weight";
+  a.final_norm = a.prefix + "norm.weight";
+  if (!a.config.tie_word_embeddings)
+    a.head = LinearModule{a.prefix == "model." ? "lm_head" : "language_model.lm_head", c.vocab_size,
+                          c.hidden_size, false};
   return a;
 }
 
@@ -144,19 +229,32 @@ LayerModules Architecture::layer(int64_t index) const {
   const ModelConfig& c = config;
   const int64_t q_features = c.num_attention_heads * c.head_dim;
   const int64_t kv_features = c.num_key_value_heads * c.head_dim;
-  const std::string prefix = "model.layers." + std::to_string(index) + ".";
+  const std::string prefix = this->prefix + "layers." + std::to_string(index) + ".";
   LayerModules m;
   m.input_norm = prefix + "input_layernorm.weight";
   m.post_attention_norm = prefix + "post_attention_layernorm.weight";
+  if (gemma) {
+    m.pre_feedforward_norm = prefix + "pre_feedforward_layernorm.weight";
+    m.post_feedforward_norm = prefix + "post_feedforward_layernorm.weight";
+  }
   if (qk_norm) {
     m.q_norm = prefix + "self_attn.q_norm.weight";
     m.k_norm = prefix + "self_attn.k_norm.weight";
   }
   const bool bias = qkv_bias;
+  m.attention_output = {prefix + "self_attn.o_proj", c.hidden_size, q_features, o_bias};
+  if (config.architecture == "Phi3ForCausalLM") {
+    // Fused in the checkpoint: q, k, v rows and gate, up rows, loaded as one module each.
+    m.attention_input = {
+        {prefix + "self_attn.qkv_proj", q_features + 2 * kv_features, c.hidden_size, bias}};
+    m.mlp_input = {
+        {prefix + "mlp.gate_up_proj", 2 * c.intermediate_size, c.hidden_size, c.mlp_bias}};
+    m.mlp_output = {prefix + "mlp.down_proj", c.hidden_size, c.intermediate_size, c.mlp_bias};
+    return m;
+  }
   m.attention_input = {{prefix + "self_attn.q_proj", q_features, c.hidden_size, bias},
                        {prefix + "self_attn.k_proj", kv_features, c.hidden_size, bias},
                        {prefix + "self_attn.v_proj", kv_features, c.hidden_size, bias}};
-  m.attention_output = {prefix + "self_attn.o_proj", c.hidden_size, q_features, o_bias};
   const auto mlp = [&](const std::string& p, int64_t inter, std::vector<LinearModule>& input,
                        LinearModule& output) {
     input = {{p + "gate_proj", inter, c.hidden_size, c.mlp_bias},
@@ -216,15 +314,28 @@ std::vector<LinearModule> Architecture::linear_modules() const {
   return modules;
 }
 
-std::vector<float> Architecture::rope_inv_freq() const {
-  const int64_t half = config.head_dim / 2;
+namespace {
+
+// base ** (2i / dim) in float32, as transformers computes it.
+float base_power(double base, int64_t i, int64_t dim) {
+  const float exponent = static_cast<float>(2 * i) / static_cast<float>(dim);
+  return std::pow(static_cast<float>(base), exponent);
+}
+
+}  // namespace
+
+std::vector<float> Architecture::rope_inv_freq(bool long_factors) const {
+  const int64_t half = rotary_dim / 2;
   const RopeScaling& r = config.rope_scaling;
   std::vector<float> inv(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
-    // As transformers computes it: base ** (2i / dim) in float32.
-    const float exponent = static_cast<float>(2 * i) / static_cast<float>(config.head_dim);
-    float f = 1.0f / std::pow(static_cast<float>(config.rope_theta), exponent);
+    float f = 1.0f / base_power(config.rope_theta, i, rotary_dim);
     if (rope == RopeVariant::linear) f /= static_cast<float>(r.factor);
+    if (rope == RopeVariant::longrope) {
+      const auto& factors = long_factors ? r.long_factor : r.short_factor;
+      f = 1.0f / (static_cast<float>(factors[static_cast<size_t>(i)]) *
+                  base_power(config.rope_theta, i, rotary_dim));
+    }
     if (rope == RopeVariant::llama3) {
       const double old_len = static_cast<double>(r.original_max_position_embeddings);
       const double low_wavelen = old_len / r.low_freq_factor;
@@ -240,6 +351,13 @@ std::vector<float> Architecture::rope_inv_freq() const {
     }
     inv[static_cast<size_t>(i)] = f;
   }
+  return inv;
+}
+
+std::vector<float> Architecture::local_rope_inv_freq() const {
+  std::vector<float> inv(static_cast<size_t>(rotary_dim / 2));
+  for (size_t i = 0; i < inv.size(); ++i)
+    inv[i] = 1.0f / base_power(local_rope_theta, static_cast<int64_t>(i), rotary_dim);
   return inv;
 }
 

@@ -35,12 +35,15 @@ TokenCost Model::cost_per_token(attention::KvType kv_type) const {
       add_experts(l.experts_out);
     }
     for (const std::vector<float>* norm :
-         {&l.input_norm, &l.post_attention_norm, &l.q_norm, &l.k_norm})
+         {&l.input_norm, &l.post_attention_norm, &l.q_norm, &l.k_norm, &l.pre_feedforward_norm,
+          &l.post_feedforward_norm})
       add_vector(*norm);
   }
   add_linear(m.head);
   add_vector(m.final_norm);
   add_vector(m.inv_freq);
+  add_vector(m.inv_freq_local);
+  add_vector(m.inv_freq_long);
   cost.weight_bytes +=
       static_cast<size_t>(m.arch.config.hidden_size) * dtype_size(m.embedding_dtype);
   // One block of one token holds exactly one position's keys and values, every layer's.

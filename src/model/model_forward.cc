@@ -5,6 +5,10 @@
 //              store k, v in the cache; x += o(attention(q, cache)); h = rmsnorm(x);
 //              x += down(silu(gate(h)) * up(h))
 //   logits = head(rmsnorm(x)) for the rows asked for
+// Gemma: embeddings scaled by sqrt(hidden), the attention's and the MLP's outputs normalized
+// before their residual adds (post_attention / post_feedforward norms, the MLP's input by
+// pre_feedforward), GeGLU, per-layer sliding windows and rope bases, soft-capped scores and
+// logits. Phi-3: rope on the first rotary_dim values of each head, longrope's factors per sequence.
 
 #include <cmath>
 #include <cstring>
@@ -74,6 +78,13 @@ void store_kv(KvCache& cache, int64_t layer, std::span<const int32_t> block_tabl
   }
 }
 
+// v rounded to the embedding table's dtype (Gemma scales its embeddings in that dtype).
+float round_to(Dtype dtype, float v) {
+  if (dtype == Dtype::BF16) return bf16_to_f32(f32_to_bf16(v));
+  if (dtype == Dtype::F16) return f16_to_f32(f32_to_f16(v));
+  return v;
+}
+
 template <class T>
 T* sized(std::vector<T>& v, int64_t count) {
   if (v.size() < static_cast<size_t>(count)) v.resize(static_cast<size_t>(count));
@@ -115,36 +126,59 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   float* h = sized(ws.h, rows * hidden);
   float* qkv = sized(ws.qkv, rows * qkv_cols);
   float* attn = sized(ws.attn, rows * q_cols);
-  // Each row's rope cosines and sines (head_dim / 2 of each), shared by every layer, and its
-  // sequence and position.
-  const int64_t half = head_dim / 2;
+  // Embeddings, widened from the table (Gemma: scaled in the table's dtype, as transformers
+  // does); each row's rope cosines and sines (rotary_dim / 2 of each), shared by every layer
+  // (Gemma 3: one set for its local layers, one for its global ones), its sequence and position.
+  const Architecture& arch = m.arch;
+  const int64_t half = arch.rotary_dim / 2;
   float* rope_cos = sized(ws.rope_cos, rows * half);
   float* rope_sin = sized(ws.rope_sin, rows * half);
+  const bool local_rope = !m.inv_freq_local.empty();
+  float* rope_cos_local = local_rope ? sized(ws.rope_cos_local, rows * half) : nullptr;
+  float* rope_sin_local = local_rope ? sized(ws.rope_sin_local, rows * half) : nullptr;
   int32_t* row_sequence = sized(ws.row_sequence, rows);
   int64_t* row_position = sized(ws.row_position, rows);
-
-  // Embeddings, widened from the table, and each row's rope angles.
   {
     int64_t r = 0;
     const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(m.embedding_dtype);
+    const float normalizer = round_to(m.embedding_dtype, std::sqrt(static_cast<float>(hidden)));
     for (size_t b = 0; b < batch.size(); ++b) {
       const SequenceInput& s = batch[b];
+      // longrope (as transformers): the long factors once the sequence outgrows the original
+      // context; its cached keys keep the rotation they were stored with.
+      const int64_t end = s.start + static_cast<int64_t>(s.tokens.size());
+      const float* inv_freq = !m.inv_freq_long.empty() && end > arch.longrope_original_context
+                                  ? m.inv_freq_long.data()
+                                  : m.inv_freq.data();
       for (size_t i = 0; i < s.tokens.size(); ++i, ++r) {
+        float* xr = x + r * hidden;
         model::widen_row(m.embedding.data() + static_cast<size_t>(s.tokens[i]) * row_bytes,
-                         m.embedding_dtype, hidden, x + r * hidden);
+                         m.embedding_dtype, hidden, xr);
+        if (arch.gemma)
+          for (int64_t k = 0; k < hidden; ++k)
+            xr[k] = round_to(m.embedding_dtype, xr[k] * normalizer);
         row_sequence[r] = static_cast<int32_t>(b);
         row_position[r] = s.start + static_cast<int64_t>(i);
-        ops::rope_angles(row_position[r], m.inv_freq.data(), half, rope_cos + r * half,
-                         rope_sin + r * half);
+        ops::rope_angles(row_position[r], inv_freq, half, rope_cos + r * half, rope_sin + r * half);
+        if (arch.rope_attention_factor != 1.0f)
+          for (int64_t k = 0; k < half; ++k) {
+            rope_cos[r * half + k] *= arch.rope_attention_factor;
+            rope_sin[r * half + k] *= arch.rope_attention_factor;
+          }
+        if (local_rope)
+          ops::rope_angles(row_position[r], m.inv_freq_local.data(), half,
+                           rope_cos_local + r * half, rope_sin_local + r * half);
       }
     }
   }
 
   const float eps = static_cast<float>(c.rms_norm_eps);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const DecoderLayer& layer = m.layers[l];
     const int64_t li = static_cast<int64_t>(l);
+    const bool local = arch.local_layer(li);
+    const float* cos_l = local ? rope_cos_local : rope_cos;
+    const float* sin_l = local ? rope_sin_local : rope_sin;
 
     // h = rmsnorm(x); qkv = qkv(h); then per row: q/k norms (Qwen3), rotary embeddings, and the
     // new keys and values into the cache.
@@ -165,8 +199,11 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
           ops::rms_norm(k, c.num_key_value_heads, head_dim, head_dim, layer.k_norm.data(), eps, k,
                         head_dim);
         }
-        ops::rope(q, c.num_attention_heads, half, rope_cos + r * half, rope_sin + r * half);
-        ops::rope(k, c.num_key_value_heads, half, rope_cos + r * half, rope_sin + r * half);
+        // Each head's first rotary_dim values (all of them but for Phi-3's partial rotary).
+        for (int64_t hd = 0; hd < c.num_attention_heads; ++hd)
+          ops::rope(q + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
+        for (int64_t hd = 0; hd < c.num_key_value_heads; ++hd)
+          ops::rope(k + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
         store_kv(cache, li, batch[static_cast<size_t>(row_sequence[r])].block_table,
                  row_position[r], k, k + kv_cols);
       }
@@ -189,8 +226,9 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
         a.num_heads = c.num_attention_heads;
         a.num_kv_heads = c.num_key_value_heads;
         a.head_dim = head_dim;
-        a.window = m.arch.sliding_window;
-        a.scale = scale;
+        a.window = arch.layer_window[l];
+        a.scale = arch.attention_scale;
+        a.softcap = arch.attention_softcap;
         a.kv.keys = cache.keys(li);
         a.kv.values = cache.values(li);
         a.kv.block_stride = cache.block_stride();
@@ -205,23 +243,49 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     }
 
     // x += o(attn); h = rmsnorm(x); gate_up = gate_up(h); act = silu(gate) * up; x += down(act)
-    layer.o.forward(attn, rows, q_cols, x, hidden, &pool, {.accumulate = true});
-    const auto post_attention_norm = [&](int64_t r0, int64_t r1) {
-      ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.post_attention_norm.data(), eps,
-                    h + r0 * hidden, hidden);
+    // Gemma: x += rmsnorm(o(attn)); h = rmsnorm(x) (pre_feedforward); act = gelu(gate) * up;
+    // x += rmsnorm(down(act)), the outputs normalized in h (free once qkv and gate_up read it).
+    const auto add_normalized = [&](const std::vector<float>& norm) {
+      return [&, weight = norm.data()](int64_t r0, int64_t r1) {
+        ops::rms_norm(h + r0 * hidden, r1 - r0, hidden, hidden, weight, eps, h + r0 * hidden,
+                      hidden);
+        for (int64_t i = r0 * hidden; i < r1 * hidden; ++i) x[i] += h[i];
+      };
+    };
+    if (arch.gemma) {
+      const auto post_attention = add_normalized(layer.post_attention_norm);
+      layer.o.forward(attn, rows, q_cols, h, hidden, &pool, {.after = post_attention});
+    } else {
+      layer.o.forward(attn, rows, q_cols, x, hidden, &pool, {.accumulate = true});
+    }
+    const std::vector<float>& mlp_norm =
+        arch.gemma ? layer.pre_feedforward_norm : layer.post_attention_norm;
+    const auto pre_mlp_norm = [&](int64_t r0, int64_t r1) {
+      ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, mlp_norm.data(), eps, h + r0 * hidden,
+                    hidden);
     };
     if (layer.sparse()) {
-      model::moe_mlp(m, layer, x, h, rows, post_attention_norm, pool);
+      model::moe_mlp(m, layer, x, h, rows, pre_mlp_norm, pool);
       continue;
     }
     float* gate_up = sized(ws.gate_up, rows * 2 * inter);
     float* act = sized(ws.act, rows * inter);
-    layer.gate_up.forward(h, rows, hidden, gate_up, 2 * inter, &pool,
-                          {.before = post_attention_norm});
-    const auto silu = [&](int64_t r0, int64_t r1) {
-      ops::silu_mul(gate_up + r0 * 2 * inter, r1 - r0, inter, 2 * inter, act + r0 * inter, inter);
+    layer.gate_up.forward(h, rows, hidden, gate_up, 2 * inter, &pool, {.before = pre_mlp_norm});
+    const auto gating = [&](int64_t r0, int64_t r1) {
+      if (arch.activation == Activation::gelu_tanh)
+        ops::gelu_tanh_mul(gate_up + r0 * 2 * inter, r1 - r0, inter, 2 * inter, act + r0 * inter,
+                           inter);
+      else
+        ops::silu_mul(gate_up + r0 * 2 * inter, r1 - r0, inter, 2 * inter, act + r0 * inter, inter);
     };
-    layer.down.forward(act, rows, inter, x, hidden, &pool, {.accumulate = true, .before = silu});
+    if (arch.gemma) {
+      const auto post_feedforward = add_normalized(layer.post_feedforward_norm);
+      layer.down.forward(act, rows, inter, h, hidden, &pool,
+                         {.before = gating, .after = post_feedforward});
+    } else {
+      layer.down.forward(act, rows, inter, x, hidden, &pool,
+                         {.accumulate = true, .before = gating});
+    }
   }
 
   // The final norm and the head, for the rows that need logits only.
@@ -245,7 +309,13 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
       ops::rms_norm(x + head_rows[r] * hidden, 1, hidden, hidden, m.final_norm.data(), eps,
                     head_in + r * hidden, hidden);
   };
-  m.head.forward(head_in, out_rows, hidden, logits, c.vocab_size, &pool, {.before = final_norm});
+  const auto cap_logits = [&](int64_t r0, int64_t r1) {
+    ops::soft_cap(logits + r0 * c.vocab_size, (r1 - r0) * c.vocab_size, arch.final_softcap);
+  };
+  m.head.forward(head_in, out_rows, hidden, logits, c.vocab_size, &pool,
+                 {.before = final_norm,
+                  .after = arch.final_softcap > 0 ? FunctionRef<void(int64_t, int64_t)>(cap_logits)
+                                                  : FunctionRef<void(int64_t, int64_t)>()});
 }
 
 }  // namespace dq4

@@ -18,8 +18,11 @@ namespace dq4 {
 
 struct DecoderLayer {
   std::vector<float> input_norm, post_attention_norm;
-  // Qwen3: [head_dim] each; OLMoE: [q features], [kv features]; empty otherwise.
+  // Qwen3, Gemma 3: [head_dim] each; OLMoE: [q features], [kv features]; empty otherwise.
   std::vector<float> q_norm, k_norm;
+  // Gemma: the norms of the MLP's input and output; empty otherwise. Gemma's norm weights are
+  // held as 1 + w, what its RMSNorm multiplies by.
+  std::vector<float> pre_feedforward_norm, post_feedforward_norm;
   Linear qkv, o;
   // The dense MLP, or a sparse layer's shared expert (Qwen2-MoE); empty in other sparse layers.
   Linear gate_up, down;
@@ -42,16 +45,19 @@ struct Model::Impl {
   std::vector<float> final_norm;
   Linear head;
   std::vector<float> inv_freq;
+  std::vector<float> inv_freq_local;  // Gemma 3's local layers; empty otherwise
+  std::vector<float> inv_freq_long;   // longrope's long factors; empty otherwise
   std::vector<int32_t> eos_ids;
   LoadReport report;
 
   // Activations of the batch being run, reused from call to call.
   struct Workspace {
     std::vector<float> x, h, qkv, attn, gate_up, act, head_in, rope_cos, rope_sin;
-    std::vector<int32_t> row_sequence;       // the sequence of each row
-    std::vector<int64_t> row_position;       // the position of each row
-    std::vector<int64_t> head_rows;          // the row of x each row of the head takes
-    std::vector<attention::Args> attention;  // one layer's sequences
+    std::vector<float> rope_cos_local, rope_sin_local;  // Gemma 3's local layers
+    std::vector<int32_t> row_sequence;                  // the sequence of each row
+    std::vector<int64_t> row_position;                  // the position of each row
+    std::vector<int64_t> head_rows;                     // the row of x each row of the head takes
+    std::vector<attention::Args> attention;             // one layer's sequences
     // Sparse layers (moe_forward.cc): router outputs and choices per row, the rows grouped by
     // expert, and the experts' and the shared expert's activations.
     std::vector<float> router, choice_weight, group_weight, group_gate_up, group_act, group_out,

@@ -97,6 +97,15 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
       layer.k_norm = model::read_vector(ckpt, names.k_norm,
                                         whole ? c.num_key_value_heads * c.head_dim : c.head_dim);
     }
+    if (impl->arch.gemma) {
+      layer.pre_feedforward_norm =
+          model::read_vector(ckpt, names.pre_feedforward_norm, c.hidden_size);
+      layer.post_feedforward_norm =
+          model::read_vector(ckpt, names.post_feedforward_norm, c.hidden_size);
+      for (auto* norm : {&layer.input_norm, &layer.post_attention_norm, &layer.q_norm,
+                         &layer.k_norm, &layer.pre_feedforward_norm, &layer.post_feedforward_norm})
+        model::add_one(*norm);
+    }
     layer.qkv = load_group(names.attention_input);
     layer.o = load_group({names.attention_output});
     if (!names.router.empty()) {
@@ -123,8 +132,12 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
     impl->layers.push_back(std::move(layer));
   }
   impl->final_norm = model::read_vector(ckpt, impl->arch.final_norm, c.hidden_size);
+  if (impl->arch.gemma) model::add_one(impl->final_norm);
 
   impl->inv_freq = impl->arch.rope_inv_freq();
+  if (impl->arch.local_rope_theta > 0) impl->inv_freq_local = impl->arch.local_rope_inv_freq();
+  if (impl->arch.rope == RopeVariant::longrope)
+    impl->inv_freq_long = impl->arch.rope_inv_freq(true);
   impl->eos_ids = c.eos_token_ids;
   for (int32_t id : read_generation_eos_ids(dir))
     if (std::find(impl->eos_ids.begin(), impl->eos_ids.end(), id) == impl->eos_ids.end())
@@ -132,12 +145,15 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
 
   LoadReport& r = impl->report;
   r.packed_bytes = impl->head.bytes();
-  r.other_bytes = impl->final_norm.size() * sizeof(float) + impl->inv_freq.size() * sizeof(float);
+  r.other_bytes = (impl->final_norm.size() + impl->inv_freq.size() + impl->inv_freq_local.size() +
+                   impl->inv_freq_long.size()) *
+                  sizeof(float);
   for (const DecoderLayer& l : impl->layers) {
     r.packed_bytes += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes() +
                       l.router.bytes() + l.experts_in.bytes() + l.experts_out.bytes();
     r.other_bytes +=
-        (l.input_norm.size() + l.post_attention_norm.size() + l.q_norm.size() + l.k_norm.size()) *
+        (l.input_norm.size() + l.post_attention_norm.size() + l.q_norm.size() + l.k_norm.size() +
+         l.pre_feedforward_norm.size() + l.post_feedforward_norm.size()) *
         sizeof(float);
   }
   r.embedding_bytes = embedding.bytes;

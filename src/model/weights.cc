@@ -21,6 +21,10 @@ void widen_row(const uint8_t* data, Dtype dtype, int64_t count, float* out) {
   }
 }
 
+void add_one(std::vector<float>& weights) {
+  for (float& w : weights) w = 1.0f + w;
+}
+
 std::vector<float> read_vector(const Checkpoint& checkpoint, const std::string& name,
                                int64_t size) {
   const TensorView& t = checkpoint.tensor(name);

@@ -13,6 +13,9 @@ namespace dq4::model {
 // tensor and file when it is missing, of another dtype or not of shape [size].
 std::vector<float> read_vector(const Checkpoint& checkpoint, const std::string& name, int64_t size);
 
+// Gemma's RMSNorm multiplies by (1 + w), computed in f32 as transformers does: w becomes 1 + w.
+void add_one(std::vector<float>& weights);
+
 // Widens `count` values of `dtype` (F32, BF16 or F16) at `data` to f32.
 void widen_row(const uint8_t* data, Dtype dtype, int64_t count, float* out);
 

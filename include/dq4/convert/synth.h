@@ -1,5 +1,5 @@
 #pragma once
-// `dq4 synth`: synthetic Hugging Face models of the Llama family (Llama, Mistral, Qwen2, Qwen3) for
+// `dq4 synth`: synthetic Hugging Face models (Llama, Mistral, Qwen2, Qwen3, Gemma 2 / 3, Phi-3) for
 // tests and benchmarks. Weights are deterministic pseudo-random values of a counter-based generator
 // keyed by (seed, tensor name, element index), so any tensor can be produced in pieces, in
 // parallel, in any order: linear and embedding weights ~N(0, weight_std^2) (a sum of four
@@ -52,13 +52,20 @@ struct SynthOptions {
 //   renormalized, vocab 50304, q/k norms over the whole projections).
 // "mixtral-8x7b": Mixtral-8x7B (4096, 32 layers, 32 / 8 heads, 8 experts of 14336, 2 per token,
 //   vocab 32000, rope_theta 1e6).
+// "gemma2-2b": Gemma-2-2B (2304, 9216, 26 layers, 8 / 4 heads, head_dim 256, vocab 256000, tied,
+//   sliding window 4096 on every other layer, soft-caps 50 and 30).
+// "gemma3-1b": Gemma-3-1B (1152, 6912, 26 layers, 4 / 1 heads, head_dim 256, vocab 262144, tied,
+//   sliding window 512 on five layers of six, rope_theta 1e6 global / 10000 local, q/k norms).
 // Tiny models of each architecture, F32-friendly, weights ~N(0, 0.1^2) so that attention is
 // sharp and rope matters, norms 1 + ~N(0, 0.1^2) so that a wrong norm shows: hidden 96,
 // intermediate 200 (K = 200 of down_proj: a partial last group of 32, rows not a whole number of
 // packed words), 2 layers, 4 heads, 2 KV heads, head_dim 24, vocab 384:
 // "tiny" (Llama, untied), "tiny-llama3" (llama3 rope scaling, original context 32 so that all
 // three frequency bands occur), "tiny-linear-rope" (linear, factor 2), "tiny-tied",
-// "tiny-mistral" (sliding_window 16), "tiny-qwen2" (q/k/v biases), "tiny-qwen3" (q/k norms, tied);
+// "tiny-mistral" (sliding_window 16), "tiny-qwen2" (q/k/v biases), "tiny-qwen3" (q/k norms, tied),
+// "tiny-gemma2" (window 8 on even layers, soft-caps 2 and 4), "tiny-gemma3" (6 layers: window 8
+// on five of six, linear rope factor 8 on the global one, q/k norms), "tiny-phi3" (fused
+// qkv_proj and gate_up_proj, partial rotary 3/4, longrope with original context 256);
 // mixtures with 8 experts of intermediate 64, 2 per token: "tiny-qwen3-moe" (renormalized),
 // "tiny-qwen2-moe" (not renormalized, a shared expert of 96), "tiny-mixtral" (4 experts),
 // "tiny-olmoe" (4 KV heads, as OLMoE has as many as heads).

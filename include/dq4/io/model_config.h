@@ -15,9 +15,10 @@ namespace dq4 {
 struct RopeScaling {
   std::string type;  // "" when absent or null; else rope_type (or the legacy "type")
   double factor = 1.0;
-  double low_freq_factor = 1.0;                  // llama3
-  double high_freq_factor = 4.0;                 // llama3
-  int64_t original_max_position_embeddings = 0;  // llama3; 0 when absent
+  double low_freq_factor = 1.0;                   // llama3
+  double high_freq_factor = 4.0;                  // llama3
+  int64_t original_max_position_embeddings = 0;   // llama3; 0 when absent
+  std::vector<double> short_factor, long_factor;  // longrope (Phi-3): per rotary frequency
   std::vector<std::string> other_keys;  // keys dq4 does not read (the model layer refuses them)
 };
 
@@ -57,8 +58,17 @@ struct ModelConfig {
   int32_t bos_token_id = -1;                    // -1 when absent
   std::vector<std::string> keys;                // every top-level key with a non-null value, sorted
 
-  // Parses config.json text; `file` names it in messages. Throws dq4::Error naming the file and
-  // the field for a missing or ill-typed field.
+  // Gemma 2 / 3 and Phi-3; 0 or empty when absent.
+  double attn_logit_softcapping = 0, final_logit_softcapping = 0;
+  double query_pre_attn_scalar = 0;
+  double rope_local_base_freq = 0;               // Gemma 3's local (sliding-window) layers
+  int64_t sliding_window_pattern = 0;            // Gemma 3: every n-th layer is global
+  std::vector<std::string> layer_types;          // "sliding_attention" / "full_attention" per layer
+  int64_t original_max_position_embeddings = 0;  // Phi-3 (longrope's switch), top level
+
+  // Parses config.json text; `file` names it in messages. Gemma3ForConditionalGeneration's
+  // text_config is read as the model (the vision tower is not run), Gemma 3's defaults filled in.
+  // Throws dq4::Error naming the file and the field for a missing or ill-typed field.
   static ModelConfig parse(std::string_view config_json, const std::string& file);
   static ModelConfig read(const std::string& model_dir);  // model_dir/config.json
 };

@@ -8,7 +8,9 @@
 //   dot(a, b): 16 lane sums, lane l = fma chain over d = l, l + 16, l + 32, ... < head_dim in
 //     d order starting from 0, then the tree t8[l] = s[l] + s[l + 8], t4[l] = t8[l] + t8[l + 4],
 //     t2[l] = t4[l] + t4[l + 2], dot = t2[0] + t2[1];
-//   s_j = dot(q, k_j) * scale;  m = max_j s_j;  e_j = exp_approx(s_j - m) (attention_math.h);
+//   s_j = dot(q, k_j) * scale, then with softcap > 0 (Gemma 2) s_j = soft_cap(s_j, softcap) =
+//     softcap * std::tanh(s_j / softcap) (the same scalar call in every variant);
+//   m = max_j s_j;  e_j = exp_approx(s_j - m) (attention_math.h);
 //   sum = 16 lane sums over j (lane l takes j - lo = l, l + 16, ... in j order, plain adds),
 //     reduced by the same tree;
 //   o[d] = fma chain over j in order: o = fma(e_j, v_j[d], o) from 0;  out[d] = o[d] / sum.
@@ -67,6 +69,7 @@ struct Args {
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
   int64_t window = 0;  // sliding window in tokens (Mistral); 0 = the whole prefix
   float scale = 0;     // usually 1 / sqrt(head_dim)
+  float softcap = 0;   // attention logit soft-capping (Gemma 2); 0 = none
   PagedKv kv;
   ThreadPool* pool = nullptr;  // default: the global pool
   int max_threads = 0;         // 0: all threads of the pool

@@ -23,6 +23,15 @@ void rope(float* x, int64_t heads, int64_t half, const float* cos_a, const float
 void silu_mul(const float* gate_up, int64_t rows, int64_t cols, int64_t ld_gate_up, float* out,
               int64_t ldo);
 
+// out[r][i] = gelu_tanh(gate[r][i]) * up[r][i] (Gemma's GeGLU), gelu_tanh(g) = 0.5 g (1 +
+// tanh(sqrt(2 / pi) (g + 0.044715 g^3))) in f32 as PyTorch's gelu(approximate="tanh"); the
+// layout of silu_mul().
+void gelu_tanh_mul(const float* gate_up, int64_t rows, int64_t cols, int64_t ld_gate_up, float* out,
+                   int64_t ldo);
+
+// x[i] = cap * tanh(x[i] / cap) for i < n, in f32 (Gemma 2's final logit soft-capping).
+void soft_cap(float* x, int64_t n, float cap);
+
 // out[i] = exp((x[i] - shift) * scale) for i < n, within ~2 ulp where the argument is in
 // [-87, 88], 0 below, infinity above (softmax weights of a vocabulary; NaN stays NaN).
 void exp_scaled(const float* x, int64_t n, float shift, float scale, float* out);

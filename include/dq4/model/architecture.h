@@ -24,12 +24,16 @@ struct ExpertModules {
 struct LayerModules {
   std::string input_norm;           // model.layers.N.input_layernorm.weight
   std::string post_attention_norm;  // model.layers.N.post_attention_layernorm.weight
-  std::string q_norm, k_norm;       // Qwen3's per-head norms, OLMoE's whole ones; else empty
+  // Qwen3's and Gemma 3's per-head norms, OLMoE's whole ones; empty otherwise.
+  std::string q_norm, k_norm;
+  // Gemma 2 / 3: post_attention_norm normalizes the attention's output before the residual add;
+  // these two do the same around the MLP. Empty for the others.
+  std::string pre_feedforward_norm, post_feedforward_norm;
   // The fusion groups: modules that read the same input, in output order.
-  std::vector<LinearModule> attention_input;  // q_proj, k_proj, v_proj
+  std::vector<LinearModule> attention_input;  // q_proj, k_proj, v_proj (Phi-3: qkv_proj)
   LinearModule attention_output;              // o_proj
   // The dense MLP, or a sparse layer's shared expert (Qwen2-MoE); empty in other sparse layers.
-  std::vector<LinearModule> mlp_input;  // gate_proj, up_proj
+  std::vector<LinearModule> mlp_input;  // gate_proj, up_proj (Phi-3: gate_up_proj)
   LinearModule mlp_output;              // down_proj
   // Sparse layers: the router (mlp.gate, [experts, hidden]) and Qwen2-MoE's shared-expert gate
   // ([1, hidden]) after it, which read the same input; empty in dense layers.
@@ -37,7 +41,8 @@ struct LayerModules {
   std::vector<ExpertModules> experts;
 };
 
-enum class RopeVariant { plain, linear, llama3 };
+enum class RopeVariant { plain, linear, llama3, longrope };
+enum class Activation { silu, gelu_tanh };  // SwiGLU; GeGLU with the tanh GELU (Gemma)
 
 struct Architecture {
   ModelConfig config;
@@ -54,6 +59,24 @@ struct Architecture {
   int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0;
   bool norm_topk_prob = false;
   int64_t shared_expert_intermediate = 0;
+
+  // Gemma 2 / 3: RMSNorm weights used as (1 + w), the two extra norms of each layer, embeddings
+  // scaled by sqrt(hidden_size) in their dtype.
+  bool gemma = false;
+  Activation activation = Activation::silu;
+  float attention_scale = 0;  // query_pre_attn_scalar^-1/2 (Gemma), else head_dim^-1/2
+  float attention_softcap = 0, final_softcap = 0;  // Gemma 2; 0 = none
+  // Per layer: its sliding window (0 = global). Gemma 2 alternates local and global layers,
+  // Gemma 3 follows its pattern; Mistral and Phi-3 window every layer.
+  std::vector<int64_t> layer_window;
+  // Gemma 3's local layers: rope_local_base_freq, unscaled; 0 = every layer the same rope.
+  double local_rope_theta = 0;
+  int64_t rotary_dim = 0;  // head_dim * partial_rotary_factor (Phi-3); even
+  // longrope: the factors switch from short to long once a sequence's length exceeds this.
+  int64_t longrope_original_context = 0;
+  float rope_attention_factor = 1.0f;  // longrope's scaling of cos and sin
+
+  std::string prefix = "model.";  // "language_model.model." for Gemma 3 multimodal checkpoints
 
   std::string embedding = "model.embed_tokens.weight";
   std::string final_norm = "model.norm.weight";
@@ -74,8 +97,12 @@ struct Architecture {
   // a sparse layer's {router[, shared-expert gate]}, each expert's {gate, up}, {down}, then
   // the shared expert's {gate, up}, {down} where it has one.
   std::vector<std::vector<LinearModule>> linear_groups() const;
-  // RoPE's inverse frequencies (head_dim / 2 of them), with the rope variant's scaling applied.
-  std::vector<float> rope_inv_freq() const;
+  // RoPE's inverse frequencies (rotary_dim / 2 of them), with the rope variant's scaling applied
+  // (longrope: the short factors, or the long ones with `long_factors`).
+  std::vector<float> rope_inv_freq(bool long_factors = false) const;
+  // Gemma 3's local layers' frequencies (rope_local_base_freq, no scaling).
+  std::vector<float> local_rope_inv_freq() const;
+  bool local_layer(int64_t index) const { return local_rope_theta > 0 && layer_window[index] > 0; }
 };
 
 }  // namespace dq4

@@ -46,6 +46,10 @@ DQ4_ATTENTION_INLINE float exp_approx(float x) {
   return x < kExpMin ? 0.0f : y * two_n;
 }
 
+// Gemma 2's attention logit soft-capping, cap * tanh(s / cap): every variant calls this scalar
+// function on its scores (std::tanh, one libm for all of them), so they stay bit-identical.
+DQ4_ATTENTION_INLINE float soft_cap(float s, float cap) { return cap * std::tanh(s / cap); }
+
 // The tree attention.h reduces 16 lane sums with: t8[l] = s[l] + s[l + 8], t4[l] = t8[l] +
 // t8[l + 4], t2[l] = t4[l] + t4[l + 2], result t2[0] + t2[1].
 DQ4_ATTENTION_INLINE float reduce16(const float* s) {

@@ -23,6 +23,7 @@ struct Problem {
   int64_t tokens, first_position, num_heads, num_kv_heads, head_dim, window;
   float scale;
   PagedKv kv;
+  float softcap;
 
   int64_t group() const { return num_heads / num_kv_heads; }
   // The keys query row i attends to: [key_begin(i), key_end(i)).

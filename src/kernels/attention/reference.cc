@@ -30,6 +30,7 @@ void attend(const Problem& p, int64_t h, int64_t i, float* scratch) {
   float m = -INFINITY;
   for (int64_t j = lo; j < hi; ++j) {
     e[j - lo] = dot(p, q, g, j) * p.scale;
+    if (p.softcap > 0) e[j - lo] = soft_cap(e[j - lo], p.softcap);
     m = e[j - lo] > m ? e[j - lo] : m;
   }
   float lanes[16] = {};

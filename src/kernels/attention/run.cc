@@ -47,6 +47,8 @@ Problem checked_problem(const Args& a) {
     fail("num_heads " + std::to_string(a.num_heads) + " is not a multiple of num_kv_heads " +
          std::to_string(a.num_kv_heads));
   if (!std::isfinite(a.scale)) fail("scale must be finite, got " + std::to_string(a.scale));
+  if (!std::isfinite(a.softcap) || a.softcap < 0)
+    fail("softcap must be finite and >= 0, got " + std::to_string(a.softcap));
   const int64_t width = a.num_heads * a.head_dim;
   if (a.ldq < width)
     fail("ldq " + std::to_string(a.ldq) + " is smaller than num_heads * head_dim " +
@@ -76,7 +78,8 @@ Problem checked_problem(const Args& a) {
       fail("kv.block_table[" + std::to_string(b) + "] is negative (" +
            std::to_string(a.kv.block_table[b]) + ")");
   return Problem{a.q,         a.ldq,          a.out,      a.ldo,    a.tokens, a.first_position,
-                 a.num_heads, a.num_kv_heads, a.head_dim, a.window, a.scale,  a.kv};
+                 a.num_heads, a.num_kv_heads, a.head_dim, a.window, a.scale,  a.kv,
+                 a.softcap};
 }
 
 int64_t row_blocks(const Problem& p) { return (p.tokens + kRowBlock - 1) / kRowBlock; }

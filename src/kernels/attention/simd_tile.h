@@ -14,9 +14,10 @@
 //   (<= kScorePad), by the same tree.
 //
 // A tile is processed kRowsPerPass query rows at a time, all its heads together, in three
-// sweeps per pass: scores for every (row, head) over the keys any row of the pass sees (each key
-// loaded once for all of them), softmax weights per (row, head), then the weighted values (each
-// value loaded once per block of keys, the outputs accumulating in scratch between blocks).
+// sweeps per pass: scores for every (row, head), soft-capped when asked (the scalar soft_cap()),
+// over the keys any row of the pass sees (each key loaded once for all of them), softmax weights
+// per (row, head), then the weighted values (each value loaded once per block of keys, the outputs
+// accumulating in scratch between blocks).
 
 #include <algorithm>
 #include <cstdint>
@@ -259,7 +260,10 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, const PassS
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t lo = p.key_begin(r0 + r), hi = p.key_end(r0 + r);
-      *s.sum(r, h) = softmax_weights<V>(s.score_row(r, h) + (lo - first), hi - lo);
+      float* scores = s.score_row(r, h) + (lo - first);
+      if (p.softcap > 0)
+        for (int64_t j = 0; j < hi - lo; ++j) scores[j] = soft_cap(scores[j], p.softcap);
+      *s.sum(r, h) = softmax_weights<V>(scores, hi - lo);
       std::fill(s.out_row(r, h), s.out_row(r, h) + p.head_dim, 0.0f);
     }
 
