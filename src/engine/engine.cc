@@ -641,5 +641,7 @@ bool Engine::has_unfinished() const { return impl_->unfinished.load() > 0; }
 EngineStats Engine::stats() const { return impl_->stats(); }
 const EngineOptions& Engine::options() const { return impl_->options; }
 int64_t Engine::max_model_len() const { return impl_->options.max_model_len; }
+int64_t Engine::vocab_size() const { return impl_->vocab; }
+const std::vector<TokenId>& Engine::eos_ids() const { return impl_->model->eos_ids(); }
 
 }  // namespace dq4

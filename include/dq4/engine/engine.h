@@ -232,6 +232,9 @@ class Engine {
   EngineStats stats() const;             // thread-safe
   const EngineOptions& options() const;  // max_model_len resolved
   int64_t max_model_len() const;
+  // The model's logits width and EOS ids: what a constrain::Compiler for its requests needs.
+  int64_t vocab_size() const;
+  const std::vector<TokenId>& eos_ids() const;
 
   struct Impl;
 
