@@ -40,7 +40,7 @@ bool valid_utf8(std::string_view text) {
   return true;
 }
 
-void append_utf8(std::string& out, char32_t c) {
+void write_utf8(std::string& out, char32_t c) {
   if (c < 0x80) {
     out += static_cast<char>(c);
   } else if (c < 0x800) {

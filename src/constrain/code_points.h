@@ -15,7 +15,7 @@ constexpr char32_t kMaxCodePoint = 0x10FFFF;
 // The code point at text[pos] (advancing pos past it), or -1 (pos unchanged) when the bytes there
 // are not well-formed UTF-8 (overlong forms, surrogates and truncated sequences included).
 long decode_utf8(std::string_view text, size_t& pos);
-void append_utf8(std::string& out, char32_t c);
+void write_utf8(std::string& out, char32_t c);
 bool valid_utf8(std::string_view text);
 
 class CodePointSet {

@@ -30,7 +30,7 @@ std::string class_char(char32_t c) {
     return hex_escape(c);
   }
   std::string out;
-  append_utf8(out, c);
+  write_utf8(out, c);
   return out;
 }
 
@@ -74,7 +74,7 @@ std::string gbnf_literal(std::string_view text) {
         if (c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F)) {
           out += hex_escape(static_cast<char32_t>(c));
         } else {
-          append_utf8(out, static_cast<char32_t>(c));
+          write_utf8(out, static_cast<char32_t>(c));
         }
     }
   }
@@ -84,7 +84,7 @@ std::string gbnf_literal(std::string_view text) {
 std::string gbnf_class(const CodePointSet& set) {
   if (set.single()) {
     std::string text;
-    append_utf8(text, set.ranges()[0].first);
+    write_utf8(text, set.ranges()[0].first);
     return gbnf_literal(text);
   }
   std::string positive = "[" + class_body(set) + "]";

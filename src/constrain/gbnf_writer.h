@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "code_points.h"
+#include "gbnf_parser.h"
 
 namespace dq4::constrain {
 
@@ -49,8 +50,8 @@ class RuleSet {
   size_t bytes_ = 0;
 };
 
-// Limits that keep a hostile spec from producing a grammar too large to compile.
-constexpr size_t kMaxGrammarBytes = size_t{1} << 21;
-constexpr int kMaxRepeat = 1000;  // the largest bound of a {m,n} the converters write
+// The largest bound of a {m,n} the converters write (the parser takes more, but every copy costs
+// automaton states).
+constexpr int kMaxRepeat = 1000;
 
 }  // namespace dq4::constrain

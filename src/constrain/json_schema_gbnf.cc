@@ -135,7 +135,7 @@ class SchemaConverter {
         if (!out.empty()) out += " | ";
         out += visit(options[i], path + "/" + key + "/" + std::to_string(i), head, depth + 1);
       }
-      return "( " + out + " )";
+      return rules_.shared("any-of", out);  // a rule: nested anyOf never nests parentheses
     }
     const std::vector<std::string> types = declared_types(schema, path);
     if (schema.contains("enum") || schema.contains("const")) return enumeration(schema, types, path);
@@ -146,7 +146,7 @@ class SchemaConverter {
       out += typed(schema, type, path, depth);
     }
     if (out.empty()) return json_.ref(K::value);
-    return "( " + out + " )";
+    return rules_.shared("typed", out);
   }
 
   void check_keywords(const Json& schema, const std::string& path) {

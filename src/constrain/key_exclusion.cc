@@ -57,7 +57,7 @@ class Writer {
     taken.add(0x7F, 0x7F);
     for (const auto& [c, child] : node.next) {
       std::string text;
-      append_utf8(text, c);
+      write_utf8(text, c);
       add(gbnf_literal(text) + " " + rule(*child));
       taken.add(c, c);
     }

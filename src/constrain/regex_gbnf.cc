@@ -37,7 +37,7 @@ std::string json_text(char32_t c) {
     std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
     out = buf;
   } else {
-    append_utf8(out, c);
+    write_utf8(out, c);
   }
   return out;
 }
@@ -79,7 +79,8 @@ class Emitter {
     const CodePointSet plain = set.minus(special);
     if (!plain.empty()) options.push_back(gbnf_class(plain));
     std::string escapes;
-    for (const auto& [first, last] : set.intersect(special).ranges()) {
+    const CodePointSet escaped = set.intersect(special);
+    for (const auto& [first, last] : escaped.ranges()) {
       for (char32_t c = first; c <= last; ++c) {
         if (!escapes.empty()) escapes += " | ";
         escapes += gbnf_literal(json_text(c));
@@ -108,7 +109,7 @@ class Emitter {
         if (json_) {
           run += json_text(cp);
         } else {
-          append_utf8(run, cp);
+          write_utf8(run, cp);
         }
         continue;
       }

@@ -102,11 +102,11 @@ class Parser {
     return seq;
   }
 
-  // After a `$`: only the ends of enclosing groups may follow, or at the top level another
-  // alternative.
+  // After a `$`: only the ends of enclosing groups (and more `$`) may follow, or at the top level
+  // another alternative.
   bool end_follows(int depth) const {
     size_t i = pos_;
-    while (i < p_.size() && p_[i] == ')') ++i;
+    while (i < p_.size() && (p_[i] == ')' || p_[i] == '$')) ++i;
     return i == p_.size() || (depth == 0 && i == pos_ && p_[i] == '|');
   }
 
