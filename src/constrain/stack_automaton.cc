@@ -1,6 +1,9 @@
 #include "stack_automaton.h"
 
 #include <algorithm>
+#include <string>
+
+#include "dq4/constrain/constraint.h"
 
 namespace dq4::constrain {
 namespace {
@@ -38,6 +41,10 @@ void StackAutomaton::close(int32_t nfa_state, int32_t below) {
     const auto [s, under] = work.back();
     work.pop_back();
     if (!visited_.insert(stack_key(s, under)).second) continue;
+    if (visited_.size() > kMaxStacks)
+      throw ConstraintError("grammar: the text so far has more than " +
+                            std::to_string(kMaxStacks) +
+                            " parses (an ambiguous grammar); constrained decoding stops here");
     const ByteGrammar::State& st = grammar_->states[static_cast<size_t>(s)];
     if (!st.bytes.empty()) reached_.push_back(stack_node(s, under));
     for (const int32_t t : st.epsilons) work.emplace_back(t, under);
