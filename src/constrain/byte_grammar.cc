@@ -8,9 +8,9 @@
 namespace dq4::constrain {
 namespace {
 
-class Builder {
+class NfaBuilder {
  public:
-  Builder(const GbnfGrammar& grammar, std::string_view text, ByteGrammar& out)
+  NfaBuilder(const GbnfGrammar& grammar, std::string_view text, ByteGrammar& out)
       : grammar_(grammar), text_(text), g_(out) {}
 
   void build() {
@@ -247,7 +247,7 @@ int32_t left_recursive_rule(const std::vector<std::vector<int32_t>>& calls) {
 ByteGrammar compile_grammar(const GbnfGrammar& grammar, std::string_view text,
                             std::string_view root_name) {
   ByteGrammar g;
-  Builder(grammar, text, g).build();
+  NfaBuilder(grammar, text, g).build();
   const GbnfRule* root = nullptr;
   for (size_t r = 0; r < grammar.rules.size(); ++r) {
     if (grammar.rules[r].name == root_name) {

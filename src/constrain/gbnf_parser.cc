@@ -8,14 +8,14 @@
 namespace dq4::constrain {
 namespace {
 
-constexpr char32_t kMaxCodePoint = 0x10FFFF;
+constexpr char32_t kLastCodePoint = 0x10FFFF;
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_';
 }
 
-void append_utf8(std::string& out, char32_t c) {
+void append_code_point(std::string& out, char32_t c) {
   if (c < 0x80) {
     out.push_back(static_cast<char>(c));
   } else if (c < 0x800) {
@@ -34,7 +34,7 @@ void append_utf8(std::string& out, char32_t c) {
 }
 
 // Sorted, merged, without surrogates (which UTF-8 cannot carry).
-CodePointRanges normalize(CodePointRanges ranges) {
+CodePointRanges normalize_ranges(CodePointRanges ranges) {
   std::sort(ranges.begin(), ranges.end());
   CodePointRanges merged;
   for (const auto& [lo, hi] : ranges) {
@@ -56,20 +56,20 @@ CodePointRanges normalize(CodePointRanges ranges) {
   return out;
 }
 
-CodePointRanges complement(const CodePointRanges& ranges) {
+CodePointRanges complement_ranges(const CodePointRanges& ranges) {
   CodePointRanges out;
   char32_t next = 0;
   for (const auto& [lo, hi] : ranges) {
     if (lo > next) out.emplace_back(next, lo - 1);
     next = hi + 1;
   }
-  if (next <= kMaxCodePoint) out.emplace_back(next, kMaxCodePoint);
-  return normalize(std::move(out));
+  if (next <= kLastCodePoint) out.emplace_back(next, kLastCodePoint);
+  return normalize_ranges(std::move(out));
 }
 
-class Parser {
+class GbnfParser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  explicit GbnfParser(std::string_view text) : text_(text) {}
 
   GbnfGrammar parse() {
     GbnfGrammar grammar;
@@ -236,7 +236,7 @@ class Parser {
       while (true) {
         if (at_end() || peek() == '\n' || peek() == '\r') fail(expr.offset, "unterminated literal");
         if (peek() == '"') break;
-        append_utf8(expr.bytes, parse_char());
+        append_code_point(expr.bytes, parse_char());
       }
       ++pos_;
     } else if (c == '[') {
@@ -260,12 +260,12 @@ class Parser {
         ranges.emplace_back(lo, hi);
       }
       ++pos_;
-      expr.ranges = normalize(std::move(ranges));
-      if (negated) expr.ranges = complement(expr.ranges);
+      expr.ranges = normalize_ranges(std::move(ranges));
+      if (negated) expr.ranges = complement_ranges(expr.ranges);
     } else if (c == '.') {
       ++pos_;
       expr.kind = GbnfExpr::Kind::char_class;
-      expr.ranges = normalize({{0, kMaxCodePoint}});
+      expr.ranges = normalize_ranges({{0, kLastCodePoint}});
     } else if (c == '(') {
       ++pos_;
       skip_space(true);
@@ -347,7 +347,7 @@ class Parser {
       c = (c << 6) | (next & 0x3F);
     }
     const char32_t min_for_length[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < min_for_length[length] || c > kMaxCodePoint || (c >= 0xD800 && c <= 0xDFFF))
+    if (c < min_for_length[length] || c > kLastCodePoint || (c >= 0xD800 && c <= 0xDFFF))
       fail(start, "invalid UTF-8");
     pos_ += length;
     return c;
@@ -361,7 +361,7 @@ class Parser {
       value = value * 16 + static_cast<char32_t>(d);
       ++pos_;
     }
-    if (value > kMaxCodePoint || (value >= 0xD800 && value <= 0xDFFF))
+    if (value > kLastCodePoint || (value >= 0xD800 && value <= 0xDFFF))
       fail(start, "escape names no Unicode scalar value");
     return value;
   }
@@ -390,7 +390,7 @@ GbnfGrammar parse_gbnf(std::string_view text) {
   if (text.size() > kMaxGrammarBytes)
     throw ConstraintError("grammar: " + std::to_string(text.size()) + " bytes, more than the " +
                           std::to_string(kMaxGrammarBytes) + " accepted");
-  return Parser(text).parse();
+  return GbnfParser(text).parse();
 }
 
 }  // namespace dq4::constrain

@@ -1,11 +1,14 @@
 #include "stack_automaton.h"
 
 #include <algorithm>
+#include <string>
+
+#include "dq4/constrain/constraint.h"
 
 namespace dq4::constrain {
 namespace {
 
-uint64_t pair_key(int32_t a, int32_t b) {
+uint64_t stack_key(int32_t a, int32_t b) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
 }
 
@@ -26,7 +29,7 @@ StackAutomaton::StackAutomaton(std::shared_ptr<const ByteGrammar> grammar)
 
 int32_t StackAutomaton::stack_node(int32_t nfa_state, int32_t below) {
   const auto [it, added] =
-      node_ids_.emplace(pair_key(nfa_state, below), static_cast<int32_t>(nodes_.size()));
+      node_ids_.emplace(stack_key(nfa_state, below), static_cast<int32_t>(nodes_.size()));
   if (added) nodes_.push_back({nfa_state, below});
   return it->second;
 }
@@ -37,7 +40,11 @@ void StackAutomaton::close(int32_t nfa_state, int32_t below) {
   while (!work.empty()) {
     const auto [s, under] = work.back();
     work.pop_back();
-    if (!visited_.insert(pair_key(s, under)).second) continue;
+    if (!visited_.insert(stack_key(s, under)).second) continue;
+    if (visited_.size() > kMaxStacks)
+      throw ConstraintError("grammar: the text so far has more than " +
+                            std::to_string(kMaxStacks) +
+                            " parses (an ambiguous grammar); constrained decoding stops here");
     const ByteGrammar::State& st = grammar_->states[static_cast<size_t>(s)];
     if (!st.bytes.empty()) reached_.push_back(stack_node(s, under));
     for (const int32_t t : st.epsilons) work.emplace_back(t, under);

@@ -19,6 +19,10 @@ class StackAutomaton {
  public:
   static constexpr int32_t kDead = -1;
 
+  // The most stacks one step may reach: an ambiguous grammar's parses can multiply with each
+  // byte. Past it step() throws ConstraintError.
+  static constexpr size_t kMaxStacks = 50000;
+
   explicit StackAutomaton(std::shared_ptr<const ByteGrammar> grammar);
 
   int32_t initial() const { return initial_; }

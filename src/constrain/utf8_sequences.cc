@@ -10,7 +10,7 @@
 namespace dq4::constrain {
 namespace {
 
-int encode(char32_t c, uint8_t* out) {
+int encode_utf8_bytes(char32_t c, uint8_t* out) {
   if (c < 0x80) {
     out[0] = static_cast<uint8_t>(c);
     return 1;
@@ -61,8 +61,8 @@ void utf8_sequences(char32_t lo, char32_t hi,
     }
   }
   uint8_t a[4], b[4];
-  const int n = encode(lo, a);
-  encode(hi, b);
+  const int n = encode_utf8_bytes(lo, a);
+  encode_utf8_bytes(hi, b);
   std::vector<std::pair<uint8_t, uint8_t>> sequence;
   for (int i = 0; i < n; ++i) sequence.emplace_back(a[i], b[i]);
   out.push_back(std::move(sequence));
