@@ -58,8 +58,9 @@ class SynthModel {
   std::vector<std::string> args_;
 };
 
+// A hundred choices on a loaded machine take a while; the timeout is a safety net only.
 HttpReply post(int port, const std::string& path, const json& body) {
-  HttpClient client("127.0.0.1", port);
+  HttpClient client("127.0.0.1", port, /*timeout_seconds=*/900);
   client.send("POST", path, body.dump(), "");
   return client.read_reply();
 }
@@ -93,8 +94,14 @@ Outcome generate(int port, const Case& c, int seed) {
     body["messages"] = json::array({{{"role", "user"}, {"content", "Answer, please."}}});
   else
     body["prompt"] = "The answer:";
-  const HttpReply r = post(port, c.chat ? "/v1/chat/completions" : "/v1/completions", body);
   Outcome out;
+  HttpReply r;
+  try {
+    r = post(port, c.chat ? "/v1/chat/completions" : "/v1/completions", body);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+    return out;
+  }
   if (r.status != 200) {
     out.error = std::to_string(r.status) + " " + r.body;
     return out;
