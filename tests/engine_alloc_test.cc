@@ -182,5 +182,47 @@ TEST(EngineAllocations, ADecodeStepAllocatesNothingAfterWarmUp) {
   while (engine.has_unfinished()) engine.step();
 }
 
+TEST(EngineAllocations, ASpeculativeDecodeStepAllocatesNothingAfterWarmUp) {
+  // Every choice drafts (drafts counted in, rejected and rolled back): request 0's drafts replay
+  // its own greedy continuation (all accepted), the others' are wrong.
+  EngineOptions o;
+  o.kv_blocks = 512;
+  o.block_size = 4;
+  o.max_num_seqs = 16;
+  o.max_num_batched_tokens = 64;
+  std::vector<TokenId> reference = decoding_request(0).prompt;
+  {
+    FakeModel plain(kVocab, 1024, std::vector<TokenId>{2});
+    const std::vector<TokenId> greedy = plain.reference_greedy(reference, 200);
+    reference.insert(reference.end(), greedy.begin(), greedy.end());
+  }
+  SpeculativeConfig spec;
+  spec.method = SpeculativeConfig::Method::replay;
+  spec.num_speculative_tokens = 3;
+  spec.replay_tokens = std::make_shared<std::vector<TokenId>>(reference);
+  o.speculative = spec;
+  o.speculative_row_budget = 64;
+  auto model = std::make_unique<FakeModel>(kVocab, 1024, std::vector<TokenId>{2});
+  model->record_batches(false);
+  Engine engine(std::move(model), test::stories_tokenizer(), o);
+  std::vector<int64_t> tokens(kRequests);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < kRequests; ++i)
+    ids.push_back(engine.add_request(decoding_request(i), [&tokens, i](RequestOutput&& out) {
+      for (const ChoiceDelta& c : out.choices)
+        tokens[static_cast<size_t>(i)] += static_cast<int64_t>(c.token_ids.size());
+    }));
+  for (int step = 0; step < 8; ++step) ASSERT_TRUE(engine.step());
+  const int64_t before = tokens[0];
+  const int64_t count = allocations_in([&] {
+    for (int step = 0; step < kSteps; ++step) engine.step();
+  });
+  EXPECT_EQ(count, 0) << "allocations in " << kSteps << " speculative decode steps";
+  EXPECT_EQ(tokens[0] - before, 4 * kSteps);  // three accepted drafts and one more per step
+  EXPECT_GT(engine.stats().speculation.draft_tokens, engine.stats().speculation.accepted_tokens);
+  for (uint64_t id : ids) engine.abort(id);
+  while (engine.has_unfinished()) engine.step();
+}
+
 }  // namespace
 }  // namespace dq4

@@ -331,6 +331,62 @@ TEST(EngineModel, ARowsSamplingOnSeveralThreadsGivesTheOneThreadOutputs) {
   }
 }
 
+TEST(EngineModel, SpeculationGivesThePlainOutputsOnOneToThreeThreads) {
+  // n-gram drafts on real text (greedy stories repeat themselves), verified by the model's rows:
+  // greedy and seeded choices and their logprobs as plain decoding gives them, beside a request
+  // that does not speculate.
+  std::vector<Request> requests = story_requests(6);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Request& r = requests[i];
+    r.max_tokens = 48;
+    if (i % 2 == 1) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.top_p = 0.9f;
+      r.sampling.seed = 7 + i;
+      r.logprobs = 2;
+    }
+  }
+  requests[4].speculate = false;
+  const auto run = [&](ThreadPool& pool, bool speculate, EngineStats* stats) {
+    EngineOptions o;
+    o.kv_blocks = 128;
+    o.max_num_batched_tokens = 64;
+    o.max_num_seqs = 8;
+    if (speculate) o.speculative = parse_speculate_spec("ngram:k=4,min=1,max=3");
+    Engine engine(stories_model(), stories_tokenizer(), o, &pool);
+    Collector c;
+    std::vector<uint64_t> ids;
+    for (const Request& r : requests) ids.push_back(engine.add_request(r, c.callback()));
+    run_until_done(engine);
+    if (stats != nullptr) *stats = engine.stats();
+    std::vector<Result> out;
+    for (uint64_t id : ids) out.push_back(c.get(id));
+    return out;
+  };
+  const std::vector<Result> want = run(one_thread(), false, nullptr);
+  ThreadPool two(2), three(3);
+  for (ThreadPool* pool : {&one_thread(), &two, &three}) {
+    EngineStats stats;
+    const std::vector<Result> got = run(*pool, true, &stats);
+    EXPECT_GT(stats.speculation.accepted_tokens, 0u);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i << ", " << pool->size();
+      EXPECT_EQ(got[i].text, want[i].text) << "request " << i;
+      for (const auto& [choice, lps] : want[i].logprobs) {
+        const std::vector<TokenLogprobs>& other = got[i].logprobs.at(choice);
+        ASSERT_EQ(other.size(), lps.size()) << "request " << i;
+        for (size_t t = 0; t < lps.size(); ++t) {
+          EXPECT_EQ(other[t].chosen.token, lps[t].chosen.token);
+          EXPECT_EQ(other[t].chosen.logprob, lps[t].chosen.logprob);
+          ASSERT_EQ(other[t].top.size(), lps[t].top.size());
+          for (size_t k = 0; k < lps[t].top.size(); ++k)
+            EXPECT_EQ(other[t].top[k].logprob, lps[t].top[k].logprob);
+        }
+      }
+    }
+  }
+}
+
 TEST(EngineModel, PreemptionUnderATinyPoolGivesIdenticalOutputs) {
   const std::vector<Request> requests = story_requests(12);
   EngineOptions o;

@@ -218,6 +218,31 @@ TEST(GenerateCli, ConstrainedOutputs) {
   }
 }
 
+TEST(GenerateCli, SpeculationChangesNoTokenAndReportsItsAcceptance) {
+  for (const std::string sampling : {"--temp 0", "--temp 0.8 --seed 3 --logprobs 2"}) {
+    const std::string base =
+        "-m " + stories() + " -p 'Once upon a time' -n 120 --ignore-eos " + sampling;
+    const nlohmann::json plain = generate_json(base);
+    const nlohmann::json spec =
+        generate_json(base + " --speculative ngram:min=1,max=3 --num-speculative-tokens 3");
+    EXPECT_EQ(spec["generated_ids"], plain["generated_ids"]) << sampling;
+    EXPECT_EQ(spec["text"], plain["text"]);
+    EXPECT_EQ(spec.value("logprobs", nlohmann::json()), plain.value("logprobs", nlohmann::json()));
+    EXPECT_FALSE(plain.contains("speculation"));
+    const nlohmann::json& s = spec["speculation"];
+    EXPECT_EQ(s["method"], "ngram:k=3,min=1,max=3");
+    EXPECT_GT(s["accepted_tokens"].get<int>(), 0) << sampling;
+    EXPECT_LE(s["accepted_tokens"].get<int>(), s["draft_tokens"].get<int>());
+  }
+  CliResult r = run_dq4("generate -m " + stories() + " -p hi --speculative eagle");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--speculative"), std::string::npos) << r.err;
+  r = run_dq4("generate -m " + stories() +
+              " -p hi --speculative ngram --num-speculative-tokens 99");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("num_speculative_tokens"), std::string::npos) << r.err;
+}
+
 TEST(GenerateCli, Errors) {
   CliResult r = run_dq4("generate -m " + stories() + " -p 'Once upon a time there was' --ctx 4");
   EXPECT_EQ(r.exit_code, 1);

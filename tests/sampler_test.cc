@@ -20,7 +20,7 @@ std::vector<int32_t> draws(SamplingParams p, const std::vector<float>& logits, i
   std::vector<int32_t> out;
   for (int i = 0; i < n; ++i) {
     std::vector<float> row = logits;
-    out.push_back(s.sample(row, {}, {}));
+    out.push_back(s.sample_at(static_cast<uint64_t>(i), row, {}, {}));
   }
   return out;
 }
@@ -170,6 +170,23 @@ TEST(Sampler, SameSeedSameTokens) {
   EXPECT_EQ(a, b);
   p.seed = 43;
   EXPECT_NE(draws(p, kLogits, 200), a);
+}
+
+TEST(Sampler, APositionsDrawDependsOnTheSeedAndThePositionAlone) {
+  // What speculative decoding relies on: the token at position p comes out the same whether the
+  // positions before it were drawn by this sampler, by another, or not at all.
+  SamplingParams p;
+  p.seed = 42;
+  const auto all = draws(p, kLogits, 64);
+  Sampler fresh(p);
+  for (uint64_t pos : {63u, 17u, 0u, 17u}) {
+    std::vector<float> row = kLogits;
+    EXPECT_EQ(fresh.sample_at(pos, row, {}, {}), all[pos]) << pos;
+  }
+  // sample() draws at the position that follows the generated tokens.
+  std::vector<float> row = kLogits;
+  const std::vector<int32_t> generated(17, 0);
+  EXPECT_EQ(fresh.sample(row, {}, generated), all[17]);
 }
 
 TEST(Sampler, FollowsTheDistribution) {

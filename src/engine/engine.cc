@@ -16,6 +16,7 @@
 #include "histogram.h"
 #include "scheduler.h"
 #include "sequence.h"
+#include "speculator.h"
 #include "token_mask.h"
 
 namespace dq4 {
@@ -40,7 +41,7 @@ namespace engine {
 
 struct Choice {
   Choice(const Tokenizer& tokenizer, const Request& request, uint64_t request_id, int index,
-         const EngineOptions& options, int64_t vocab)
+         const EngineOptions& options, int64_t vocab, const Speculator* speculator)
       : sampler(choice_sampling(request.sampling, index)),
         text(tokenizer, request.prompt, request.skip_special_tokens, request.stop,
              request.include_stop_str_in_output) {
@@ -48,14 +49,20 @@ struct Choice {
     seq.choice = index;
     // Room for every token the choice may reach, so that its decode steps never grow these.
     const auto prompt = static_cast<int64_t>(request.prompt.size());
-    const int64_t capacity = std::min(options.max_model_len,
-                                      prompt + request.max_tokens.value_or(options.max_model_len));
+    capacity = std::min(options.max_model_len,
+                        prompt + request.max_tokens.value_or(options.max_model_len));
     const int64_t blocks = (capacity + options.block_size - 1) / options.block_size;
     seq.tokens.reserve(static_cast<size_t>(capacity));
     seq.tokens.assign(request.prompt.begin(), request.prompt.end());
     seq.blocks.blocks.reserve(static_cast<size_t>(blocks));
     seq.blocks.hashes.reserve(static_cast<size_t>(blocks));
     seq.prompt_len = prompt;
+    // A constrained choice never drafts: each draft would need its own mask, and the matcher
+    // advanced through the drafts and rolled back past the rejected ones.
+    if (speculator != nullptr && request.speculate && !request.constraint) {
+      draft = speculator->make_state();
+      seq.drafts.reserve(static_cast<size_t>(speculator->max_drafts()));
+    }
     delta.index = index;
     if (request.constraint) {
       matcher = request.constraint->matcher();
@@ -80,7 +87,9 @@ struct Choice {
   int64_t generated() const { return static_cast<int64_t>(seq.tokens.size()) - seq.prompt_len; }
 
   engine::Sequence seq;
+  int64_t capacity = 0;  // tokens the choice may reach
   Sampler sampler;
+  std::unique_ptr<engine::DraftState> draft;  // null: never drafts
   engine::ChoiceText text;
   ChoiceDelta delta;  // what the request's next event carries for this choice
   bool changed = false;
@@ -147,7 +156,11 @@ struct Engine::Impl {
     bool dead_end = false;
     bool ended = false;
   };
-  Draw draw(const RequestState& r, Choice& c, float* row) const;
+  // The token after the first `length` tokens of the choice's sequence, from its row of logits.
+  Draw draw(const RequestState& r, Choice& c, float* row, int64_t length) const;
+  struct Row;
+  void verify(Row& row);
+  void propose_drafts();
   void commit(RequestState& r, Choice& c, Draw d, Clock::time_point now);
   void finish(RequestState& r, Choice& c, FinishReason reason, Clock::time_point now);
   void abort_request(RequestState& r, Clock::time_point now);
@@ -162,16 +175,20 @@ struct Engine::Impl {
   KvCache cache;
   std::unique_ptr<engine::BlockManager> blocks;
   std::unique_ptr<engine::Scheduler> scheduler;
+  std::unique_ptr<engine::Speculator> speculator;  // null: no speculation
 
   // Touched by the stepping thread only.
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests;
   EngineStats live;
-  // A step's working buffers, kept across steps (sized for max_num_seqs up front, the logits
-  // for the most rows sampled so far): a decode step allocates nothing.
+  // A sampled sequence: its logits rows [first, first + 1 + drafts), drawn until a draft differs
+  // from the token drawn before it; `accepted` drafts were equal.
   struct Row {
     RequestState* r;
     Choice* c;
+    int64_t first = 0, drafts = 0, accepted = 0;
   };
+  // A step's working buffers, kept across steps (sized for max_num_seqs up front, the logits
+  // for the most rows sampled so far): a decode step allocates nothing.
   std::vector<float> logits;
   std::vector<SequenceInput> batch;
   std::vector<Row> sampled;
@@ -228,10 +245,13 @@ Engine::Impl::Impl(std::unique_ptr<EngineModel> owned, const Tokenizer& tok,
                                                   options.enable_prefix_caching);
   scheduler = std::make_unique<engine::Scheduler>(
       *blocks, engine::SchedulerLimits{options.max_num_seqs, options.max_num_batched_tokens});
+  if (options.speculative && options.speculative->num_speculative_tokens > 0)
+    speculator =
+        std::make_unique<engine::Speculator>(*options.speculative, options.speculative_row_budget);
   const auto seqs = static_cast<size_t>(options.max_num_seqs);
   batch.reserve(seqs);
   sampled.reserve(seqs);
-  draws.reserve(seqs);
+  draws.reserve(static_cast<size_t>(options.max_num_batched_tokens));
   events.reserve(seqs);
   done.reserve(seqs);
   live.kv_blocks_total = num_blocks;
@@ -272,8 +292,8 @@ uint64_t Engine::Impl::add_request(Request request, OutputCallback on_output) {
                            " requests already wait (max_waiting)");
   state->id = next_id++;
   for (int i = 0; i < request.n; ++i)
-    state->choices.push_back(
-        std::make_unique<Choice>(tokenizer, request, state->id, i, options, vocab));
+    state->choices.push_back(std::make_unique<Choice>(tokenizer, request, state->id, i, options,
+                                                      vocab, speculator.get()));
   state->request = std::move(request);
   const uint64_t id = state->id;
   inbox.push_back(std::move(state));
@@ -349,7 +369,8 @@ void Engine::Impl::finish(RequestState& r, Choice& c, FinishReason reason, Clock
                                     : live.requests_finished_abort)++;
 }
 
-Engine::Impl::Draw Engine::Impl::draw(const RequestState& r, Choice& c, float* row) const {
+Engine::Impl::Draw Engine::Impl::draw(const RequestState& r, Choice& c, float* row,
+                                      int64_t length) const {
   const Request& q = r.request;
   std::span<float> logits_row(row, static_cast<size_t>(vocab));
   Draw d;
@@ -367,7 +388,8 @@ Engine::Impl::Draw Engine::Impl::draw(const RequestState& r, Choice& c, float* r
   thread_local std::vector<float> raw_row;
   if (q.logprobs) raw_row.assign(row, row + vocab);
   // Before min_tokens, ending the choice is not an option.
-  if (c.generated() < q.min_tokens) {
+  const int64_t generated = length - c.seq.prompt_len;
+  if (generated < q.min_tokens) {
     const std::span<const TokenId> eos =
         q.ignore_eos ? std::span<const TokenId>() : std::span<const TokenId>(model->eos_ids());
     if (c.constrained) {
@@ -380,7 +402,7 @@ Engine::Impl::Draw Engine::Impl::draw(const RequestState& r, Choice& c, float* r
       for (TokenId id : q.stop_token_ids) logits_row[id] = kNever;
     }
   }
-  std::span<const TokenId> all(c.seq.tokens);
+  const auto all = std::span<const TokenId>(c.seq.tokens).first(static_cast<size_t>(length));
   d.token =
       c.sampler.sample(logits_row, all.first(c.seq.prompt_len), all.subspan(c.seq.prompt_len));
   if (q.logprobs) {
@@ -471,9 +493,11 @@ void Engine::Impl::run_batch(const std::vector<engine::ScheduledChunk>& chunks) 
     in.tokens = std::span<const TokenId>(seq.tokens).subspan(chunk.start, chunk.count);
     in.start = chunk.start;
     in.block_table = seq.blocks.blocks;
-    in.logits = chunk.sample ? SequenceInput::Logits::last : SequenceInput::Logits::none;
+    in.logits = !chunk.sample      ? SequenceInput::Logits::none
+                : chunk.drafts > 0 ? SequenceInput::Logits::all
+                                   : SequenceInput::Logits::last;
     batch.push_back(in);
-    rows += chunk.sample;
+    rows += chunk.sample ? 1 + chunk.drafts : 0;
     RequestState& r = owner(seq);
     if (!r.scheduled) {
       r.scheduled = true;
@@ -496,26 +520,74 @@ void Engine::Impl::run_batch(const std::vector<engine::ScheduledChunk>& chunks) 
     }
     return;
   }
-  scheduler->complete(chunks);
   const auto now = Clock::now();
   sampled.clear();
+  int64_t row = 0;
   for (const engine::ScheduledChunk& chunk : chunks) {
     if (!chunk.sample) continue;
     RequestState& r = owner(*chunk.seq);
     if (chunk.seq->choice == 0 && !r.produced)
       r.usage.cached_prompt_tokens = chunk.seq->first_cached_tokens;
-    sampled.push_back({&r, r.choices[chunk.seq->choice].get()});
+    sampled.push_back({&r, r.choices[chunk.seq->choice].get(), row, chunk.drafts});
+    row += 1 + chunk.drafts;
   }
   // Sampling a row of a large vocabulary is not free (more so with logprobs): the rows of a step
   // are drawn on the model's threads, not one after another on this one.
-  draws.resize(sampled.size());
+  draws.resize(static_cast<size_t>(rows));
   ThreadPool& pool = model->pool() != nullptr ? *model->pool() : ThreadPool::global();
   // Captures `this` alone: small enough for std::function to hold without allocating.
-  pool.run(static_cast<int64_t>(sampled.size()), [this](int64_t i) {
-    draws[i] = draw(*sampled[i].r, *sampled[i].c, logits.data() + i * vocab);
-  });
-  for (size_t i = 0; i < sampled.size(); ++i)
-    commit(*sampled[i].r, *sampled[i].c, std::move(draws[i]), now);
+  pool.run(static_cast<int64_t>(sampled.size()), [this](int64_t i) { verify(sampled[i]); });
+  // The rejected drafts leave the sequences before the scheduler marks their tokens computed
+  // (and registers full blocks in the prefix cache): their keys and values are as good as gone,
+  // overwritten by the next step.
+  for (Row& s : sampled) {
+    engine::Sequence& seq = s.c->seq;
+    seq.tokens.resize(seq.tokens.size() - static_cast<size_t>(s.drafts - s.accepted));
+    seq.drafted = 0;
+    if (s.drafts > 0) speculator->record(*s.c->draft, s.drafts, s.accepted);
+  }
+  scheduler->complete(chunks);
+  for (Row& s : sampled) {
+    // commit() appends each token again, the accepted drafts included.
+    engine::Sequence& seq = s.c->seq;
+    seq.tokens.resize(seq.tokens.size() - static_cast<size_t>(s.accepted));
+    for (int64_t j = 0; j <= s.accepted && !s.c->finished; ++j)
+      commit(*s.r, *s.c, std::move(draws[static_cast<size_t>(s.first + j)]), now);
+  }
+}
+
+// Draws a sampled sequence's rows in order: row j gives the token after the j-th draft, which
+// stands while it equals the token drawn at its position.
+void Engine::Impl::verify(Row& row) {
+  const engine::Sequence& seq = row.c->seq;
+  const int64_t base = static_cast<int64_t>(seq.tokens.size()) - row.drafts;
+  for (int64_t j = 0;; ++j) {
+    const auto at = static_cast<size_t>(row.first + j);
+    draws[at] = draw(*row.r, *row.c, logits.data() + static_cast<int64_t>(at) * vocab, base + j);
+    if (j == row.drafts || draws[at].token != seq.tokens[static_cast<size_t>(base + j)]) {
+      row.accepted = j;
+      return;
+    }
+  }
+}
+
+// Before scheduling: drafts for every sequence that decodes, as many as the step's size allows.
+void Engine::Impl::propose_drafts() {
+  if (!speculator) return;
+  const auto decoding = [](const Choice& c) {
+    return !c.finished && c.seq.state == engine::Sequence::State::running && c.seq.pending() == 1;
+  };
+  int64_t count = 0;
+  for (auto& [id, r] : requests)
+    for (auto& c : r->choices) count += decoding(*c);
+  const int64_t per_sequence = speculator->drafts_per_sequence(count);
+  for (auto& [id, r] : requests)
+    for (auto& c : r->choices) {
+      if (!c->draft) continue;
+      // Room for the drafts and the token after them within the tokens the choice may reach.
+      const int64_t room = c->capacity - static_cast<int64_t>(c->seq.tokens.size()) - 1;
+      speculator->propose(c->seq, *c->draft, decoding(*c) ? std::min(per_sequence, room) : 0);
+    }
 }
 
 // Moves the request's new deltas into its event; false when there are none. The event's
@@ -542,6 +614,7 @@ bool Engine::Impl::gather_event(RequestState& r) {
 
 bool Engine::Impl::step() {
   bool worked = take_inbox();
+  propose_drafts();
   const std::vector<engine::ScheduledChunk>& chunks = scheduler->schedule();
   if (!chunks.empty()) {
     run_batch(chunks);
@@ -574,6 +647,7 @@ void Engine::Impl::publish_stats() {
   live.prefix_cache_queries = scheduler->prefix_queries();
   live.prefix_cache_hits = scheduler->prefix_hits();
   live.preemptions = scheduler->preemptions();
+  if (speculator) live.speculation = speculator->stats();
   std::lock_guard lock(stats_mutex);
   published = live;
 }

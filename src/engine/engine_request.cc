@@ -33,6 +33,10 @@ void EngineOptions::validate() const {
           "engine option max_waiting must be positive, not " + std::to_string(max_waiting));
   require(max_model_len >= 0,
           "engine option max_model_len must not be negative, not " + std::to_string(max_model_len));
+  require(speculative_row_budget >= 1,
+          "engine option speculative_row_budget must be positive, not " +
+              std::to_string(speculative_row_budget));
+  if (speculative) speculative->validate();
 }
 
 void Request::validate() const {

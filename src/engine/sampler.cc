@@ -14,14 +14,11 @@
 namespace dq4 {
 namespace {
 
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+uint64_t mix64(uint64_t z) {  // splitmix64's finalizer: a bijection that scatters every bit
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
-
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 // The largest logit (NaNs never win; -infinity when every logit is NaN), in 16 independent lanes:
 // one running maximum compared element by element is a chain of dependent compares (slow for a
@@ -76,25 +73,20 @@ void SamplingParams::validate() const {
 
 Sampler::Sampler(const SamplingParams& params) : params_(params) {
   params_.validate();
-  uint64_t seed = params.seed ? *params.seed : std::random_device{}();
-  for (uint64_t& s : state_) s = splitmix64(seed);
+  const uint64_t seed = params.seed ? *params.seed : std::random_device{}();
+  seed_ = mix64(seed + 0x9E3779B97F4A7C15ull);
 }
 
-double Sampler::uniform() {
-  // xoshiro256**: the top 53 bits as a double in [0, 1).
-  const uint64_t result = rotl(state_[1] * 5, 7) * 9;
-  const uint64_t t = state_[1] << 17;
-  state_[2] ^= state_[0];
-  state_[3] ^= state_[1];
-  state_[1] ^= state_[2];
-  state_[0] ^= state_[3];
-  state_[2] ^= t;
-  state_[3] = rotl(state_[3], 45);
+double Sampler::uniform(uint64_t position) const {
+  // A counter-based generator: two rounds of mixing of the seed's hash and the position (seeds
+  // s and s + 1, which a request's choices get, stay unrelated at every position). The top 53
+  // bits as a double in [0, 1).
+  const uint64_t result = mix64(mix64(seed_ ^ (position * 0xD1B54A32D192ED03ull)) + seed_);
   return static_cast<double>(result >> 11) * 0x1.0p-53;
 }
 
-int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt,
-                        std::span<const int32_t> generated) {
+int32_t Sampler::sample_at(uint64_t position, std::span<float> logits,
+                           std::span<const int32_t> prompt, std::span<const int32_t> generated) {
   const auto in_vocab = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < logits.size(); };
   // Penalties count tokens in counts_ (all zero between calls: each use clears what it set).
   const bool repetition = params_.repetition_penalty != 1.0f;
@@ -217,7 +209,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
   if (!ranked) {
     // No truncation by rank: the draw walks the tokens in id order (the same distribution).
     const double kept = floor > 0 ? sum_at_least(weights_, floor) : total;
-    double u = uniform() * kept;
+    double u = uniform(position) * kept;
     int32_t last = 0;
     for (size_t i = 0; i < vocab; ++i) {
       if (weights_[i] <= 0 || weights_[i] < floor) continue;
@@ -232,7 +224,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
   order_.resize(std::min(n, order_.size()));
   double kept = 0;
   for (int32_t t : order_) kept += weights_[static_cast<size_t>(t)];
-  double u = uniform() * kept;
+  double u = uniform(position) * kept;
   for (int32_t t : order_) {
     u -= weights_[static_cast<size_t>(t)];
     if (u < 0) return t;

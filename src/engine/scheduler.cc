@@ -31,6 +31,8 @@ void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& chunks, i
     budget += chunk->count;
     chunks.erase(chunk);
   }
+  victim->tokens.resize(victim->tokens.size() - static_cast<size_t>(victim->drafted));
+  victim->drafted = 0;
   std::erase(running_, victim);
   blocks_.free(victim->blocks);
   victim->num_computed = 0;
@@ -43,14 +45,24 @@ void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& chunks, i
 // `seq` itself had to be preempted.
 bool Scheduler::schedule_running(Sequence* seq, std::vector<ScheduledChunk>& chunks,
                                  int64_t& budget) {
-  const int64_t count = std::min(seq->pending(), budget);
+  const bool decode = seq->pending() == 1;
+  int64_t drafts = decode ? std::min<int64_t>(seq->drafts.size(), budget - 1) : 0;
+  int64_t count = std::min(seq->pending(), budget) + drafts;
   while (!blocks_.allocate(seq->blocks, seq->num_computed + count)) {
+    // Drafts never cost another sequence its blocks.
+    if (drafts > 0) {
+      count -= drafts;
+      drafts = 0;
+      continue;
+    }
     Sequence* victim = running_.back();
     preempt(victim, chunks, budget);
     if (victim == seq) return false;
   }
+  seq->tokens.insert(seq->tokens.end(), seq->drafts.begin(), seq->drafts.begin() + drafts);
+  seq->drafted = drafts;
   chunks.push_back({seq, seq->num_computed, count,
-                    seq->num_computed + count == static_cast<int64_t>(seq->tokens.size())});
+                    seq->num_computed + count == static_cast<int64_t>(seq->tokens.size()), drafts});
   budget -= count;
   return true;
 }
@@ -95,7 +107,7 @@ const std::vector<ScheduledChunk>& Scheduler::schedule() {
 
 void Scheduler::complete(const std::vector<ScheduledChunk>& chunks) {
   for (const ScheduledChunk& c : chunks) {
-    c.seq->num_computed = c.start + c.count;
+    c.seq->num_computed = std::min(c.start + c.count, static_cast<int64_t>(c.seq->tokens.size()));
     c.seq->scheduled_before = true;
     blocks_.cache_full_blocks(c.seq->blocks, c.seq->tokens, c.seq->num_computed);
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Which tokens of which sequences run in the next step. Each step fills a token budget: first one
-// decode token for every running sequence that has finished its prompt, then the next chunk of
+// decode token for every running sequence that has finished its prompt (and its drafts, as far as
+// the budget and the free blocks allow), then the next chunk of
 // the running sequences still in their prompt, then the waiting sequences in order (preempted
 // ones first), each taking as much of its prompt as the budget has left (chunked prefill), while
 // blocks and the sequence limit allow. When a running sequence needs a block and none is free,
@@ -21,6 +22,7 @@ struct ScheduledChunk {
   int64_t start = 0;    // first position computed
   int64_t count = 0;    // tokens computed
   bool sample = false;  // reaches the sequence's last token: its logits give the next token
+  int64_t drafts = 0;   // of `count`: drafts appended to the sequence's tokens, verified by rows
 };
 
 struct SchedulerLimits {
@@ -37,7 +39,8 @@ class Scheduler {
 
   // The next step's chunks; valid until the next call.
   const std::vector<ScheduledChunk>& schedule();
-  // After the step's forward: the chunks' tokens are in the cache.
+  // After the step's forward and the verification of its drafts (which took the rejected ones
+  // off the sequences' tokens): the chunks' tokens still in their sequences are in the cache.
   void complete(const std::vector<ScheduledChunk>& chunks);
 
   int64_t num_running() const { return static_cast<int64_t>(running_.size()); }

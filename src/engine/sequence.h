@@ -23,8 +23,13 @@ struct Sequence {
   bool scheduled_before = false;    // for the queue-time metric and the cached-prompt count
   int64_t first_cached_tokens = 0;  // prefix cache hit when first admitted
 
+  // Speculation: the drafts proposed for the next step, and how many of them the scheduled step
+  // appended to `tokens` (verification removes them again, keeping the accepted ones).
+  std::vector<TokenId> drafts;
+  int64_t drafted = 0;
+
   // Tokens still to run through the model; the last of them gives the logits of the next token.
-  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - num_computed; }
+  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - num_computed - drafted; }
 };
 
 }  // namespace dq4::engine

@@ -88,6 +88,21 @@ std::string render_metrics(const EngineStats& s, const HttpCounters& http,
             double(s.prompt_tokens));
   w.counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
             double(s.generation_tokens));
+  // Speculative decoding's counters, when the server speculates (vLLM's names).
+  const SpeculationStats& spec = s.speculation;
+  if (!spec.accepted_per_position.empty()) {
+    w.counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.",
+              double(spec.drafts));
+    w.counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.",
+              double(spec.draft_tokens));
+    w.counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.",
+              double(spec.accepted_tokens));
+    w.header("vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+             "Accepted tokens per draft position.");
+    for (size_t i = 0; i < spec.accepted_per_position.size(); ++i)
+      w.sample("vllm:spec_decode_num_accepted_tokens_per_pos_total",
+               double(spec.accepted_per_position[i]), ",position=\"" + std::to_string(i) + "\"");
+  }
   w.header("vllm:request_success_total", "counter", "Count of successfully processed requests.");
   w.sample("vllm:request_success_total", double(s.requests_finished_stop),
            ",finished_reason=\"stop\"");

@@ -229,6 +229,51 @@ TEST_F(ServeEndToEnd, GenerateAndTheServerAgree) {
     }
 }
 
+TEST_F(ServeEndToEnd, SpeculationGivesTheSameTextAndLogprobsAndCountsDrafts) {
+  ServeProcess speculative(serve_args({"--speculative-config",
+                                       R"({"method": "ngram", "num_speculative_tokens": 4,
+                                           "prompt_lookup_max": 3, "prompt_lookup_min": 1})"}));
+  for (const std::string& prompt : {kPrompts[0], kPrompts[4]})
+    for (const json& sampling :
+         {json{{"temperature", 0}}, json{{"temperature", 0.8}, {"seed", 5}, {"top_p", 0.9}}}) {
+      json body = sampling;
+      body.update({{"model", "stories"},
+                   {"prompt", prompt},
+                   {"max_tokens", 64},
+                   {"logprobs", 2},
+                   {"ignore_eos", true}});
+      const HttpReply want = post(port(), "/v1/completions", body.dump());
+      const HttpReply got = post(speculative.port(), "/v1/completions", body.dump());
+      ASSERT_EQ(want.status, 200) << want.body;
+      ASSERT_EQ(got.status, 200) << got.body;
+      const json w = json::parse(want.body)["choices"][0], g = json::parse(got.body)["choices"][0];
+      EXPECT_EQ(g["text"], w["text"]) << prompt << " " << sampling;
+      EXPECT_EQ(g["logprobs"], w["logprobs"]) << prompt << " " << sampling;
+    }
+  const double drafts = metric(speculative.port(), "vllm:spec_decode_num_draft_tokens_total{");
+  const double accepted = metric(speculative.port(), "vllm:spec_decode_num_accepted_tokens_total{");
+  EXPECT_GT(drafts, 0);
+  EXPECT_GT(accepted, 0);
+  EXPECT_LE(accepted, drafts);
+  EXPECT_GT(metric(speculative.port(), "vllm:spec_decode_num_drafts_total{"), 0);
+  EXPECT_GT(metric(speculative.port(),
+                   "vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"stories\","
+                   "position=\"0\"}"),
+            0);
+  EXPECT_EQ(metric(port(), "vllm:spec_decode_num_draft_tokens_total{"), -1);
+  test::expect_only_vllm_name_findings(
+      test::promtool_check_metrics(get(speculative.port(), "/metrics", "").body));
+  EXPECT_EQ(speculative.terminate(), 0) << speculative.log();
+}
+
+TEST(ServeLimits, ABadSpeculativeConfigNamesTheField) {
+  const CliResult r = run_dq4("serve " + shell_quote(model_dir()) +
+                              " --speculative-config '{\"method\": \"ngram\", "
+                              "\"num_speculative_tokens\": 4, \"prompt_lookup_min\": 0}'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("prompt_lookup_min"), std::string::npos) << r.err;
+}
+
 TEST_F(ServeEndToEnd, DisconnectedClientsGiveTheirBlocksBack) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 8; ++i)

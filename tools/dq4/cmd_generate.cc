@@ -45,7 +45,24 @@ int run_generate(int argc, char** argv, int first) {
   args.option("logprobs", "N", "with --json: each token's logprob and the N most likely (0-20)");
   args.option("ctx", "N", "context size in tokens (prompt + output)", "4096");
   args.option("json", "", "print one JSON object (ids, text, speeds) instead of streaming");
+  args.option("speculative", "METHOD",
+              "speculative decoding: ngram (prompt lookup; ngram:min=N,max=M sets the n-gram "
+              "sizes, default 2 to 4); the output is the same, in fewer steps");
+  args.option("num-speculative-tokens", "K", "with --speculative: drafts per step at most", "4");
   if (!args.parse(argc, argv, first)) return 0;
+  std::optional<SpeculativeConfig> speculative;
+  if (args.given("speculative")) {
+    const std::string method = args.value("speculative");
+    if (method.rfind("ngram", 0) != 0)
+      throw Error("option --speculative: unknown method '" + method + "' (ngram)");
+    speculative = parse_speculate_spec(method);
+    speculative->num_speculative_tokens = args.integer("num-speculative-tokens");
+    try {
+      speculative->validate();
+    } catch (const Error& e) {
+      throw Error(std::string("option --num-speculative-tokens: ") + e.what());
+    }
+  }
   const bool json = args.flag("json");
   std::optional<int> logprobs;
   if (!args.value("logprobs").empty()) {
@@ -73,8 +90,9 @@ int run_generate(int argc, char** argv, int first) {
   }
   std::vector<TokenId> prompt = prompt_ids(args, *loaded.tokenizer);
   if (prompt.empty()) throw Error("the prompt is empty");
-  OfflineEngine engine(*loaded.model, *loaded.tokenizer,
-                       offline_engine_options(ctx, model, kv_type_option(args)), &loaded.threads());
+  EngineOptions engine_options = offline_engine_options(ctx, model, kv_type_option(args));
+  engine_options.speculative = speculative;
+  OfflineEngine engine(*loaded.model, *loaded.tokenizer, engine_options, &loaded.threads());
   set_prompt(request, std::move(prompt), engine.options().max_model_len);
   const auto stream = [](const ChoiceDelta& d) {
     std::fwrite(d.text.data(), 1, d.text.size(), stdout);
@@ -110,6 +128,17 @@ int run_generate(int argc, char** argv, int first) {
                           {"load_s", model.load_report().seconds},
                           {"peak_rss_mb", peak_mb}};
     if (logprobs) out["logprobs"] = logprobs_json(r.logprobs);
+    if (speculative) {
+      const SpeculationStats s = engine.stats().speculation;
+      out["speculation"] = {
+          {"method", speculative->name()},
+          {"drafts", s.drafts},
+          {"draft_tokens", s.draft_tokens},
+          {"accepted_tokens", s.accepted_tokens},
+          {"acceptance_rate", s.draft_tokens == 0 ? 0.0
+                                                  : static_cast<double>(s.accepted_tokens) /
+                                                        static_cast<double>(s.draft_tokens)}};
+    }
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }

@@ -113,6 +113,10 @@ int run_serve(int argc, char** argv, int first) {
       .option("num-kv-blocks", "N", "KV cache pool in blocks (overrides --kv-cache-memory)", "0")
       .option("block-size", "N", "tokens per KV cache block", "16")
       .option("no-prefix-caching", "", "do not reuse the KV blocks of shared prompt prefixes")
+      .option("speculative-config", "JSON",
+              "speculative decoding, vLLM's shape: '{\"method\": \"ngram\", "
+              "\"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4, "
+              "\"prompt_lookup_min\": 2}' (outputs unchanged, fewer steps)")
       .option("max-waiting-requests", "N", "queued requests at most; beyond: 503", "1024")
       .option("max-body-size", "SIZE", "request bodies at most; larger: 413", "8MiB")
       .option("http-threads", "N", "threads for network I/O", "2")
@@ -156,6 +160,8 @@ int run_serve(int argc, char** argv, int first) {
   engine_options.enable_prefix_caching = !args.flag("no-prefix-caching");
   engine_options.max_waiting = args.integer("max-waiting-requests");
   engine_options.max_model_len = args.integer("max-model-len");
+  if (args.given("speculative-config"))
+    engine_options.speculative = parse_speculative_config(args.value("speculative-config"));
   engine_options.validate();
   std::optional<PipeStepGate> step_gate;
   if (!args.value("step-gate-fd").empty()) {

@@ -18,6 +18,7 @@
 
 #include "dq4/constrain/constraint.h"
 #include "dq4/engine/sampler.h"
+#include "dq4/engine/speculation.h"
 #include "dq4/kernels/attention.h"
 #include "dq4/kernels/error.h"
 #include "dq4/model/kv_cache.h"
@@ -49,6 +50,13 @@ struct EngineOptions {
   // Prompt plus generated tokens at most; 0 = the model's max_context(), or what the KV pool
   // holds if that is less (a value set above the pool's size is an error).
   int64_t max_model_len = 0;
+  // Speculative decoding (nullopt or num_speculative_tokens 0: none): every decoding sequence
+  // proposes drafts that the step verifies. Outputs are the same either way.
+  std::optional<SpeculativeConfig> speculative;
+  // Decode rows of one step (each sequence's token and its drafts) beyond which sequences get
+  // fewer drafts: a W4A8 layer costs about the same up to this many rows, more beyond (many
+  // streams make the step compute-bound, where drafts no longer come free).
+  int64_t speculative_row_budget = 16;
   // For tests: the loop thread (start()) calls this before each step and runs the step once it
   // returns. By blocking it holds the engine between steps while requests still arrive, wait
   // and are refused beyond max_waiting; stop() waits for it like for a step. Empty: none.
@@ -78,6 +86,8 @@ struct Request {
   // logits' log-softmax with every token the constraint forbids at -infinity, as vLLM reports):
   // forbidden tokens never appear among the top.
   std::optional<int> logprobs;
+  // false: this request's choices never draft, even when the engine speculates.
+  bool speculate = true;
 
   // What the output must match (null: nothing). Each choice gets its own matcher; a token the
   // matcher forbids is never sampled, whatever the sampling parameters. A choice whose matcher
@@ -179,6 +189,7 @@ struct EngineStats {
   Histogram inter_token_latency;    // between consecutive tokens of a choice
   Histogram e2e_request_latency;    // arrival to finish
   Histogram queue_time;             // arrival to first scheduled
+  SpeculationStats speculation;
 };
 
 // What the engine needs of a model: dq4::Model is the real one; tests supply a fake.

@@ -1,6 +1,8 @@
 #pragma once
 // Picking the next token from a row of logits: penalties, temperature, top-k, top-p, min-p, then
-// a draw from a seeded generator (same seed, same tokens), or greedy when temperature is 0.
+// a draw from a seeded generator (same seed, same tokens), or greedy when temperature is 0. The
+// draw for output position p depends on (seed, p) alone, so that a token verified at p in a
+// speculative step is the token plain decoding would have drawn there.
 
 #include <cstdint>
 #include <optional>
@@ -38,17 +40,22 @@ class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
 
-  // Picks the next token. `prompt` and `generated` feed the penalties; `logits` is modified in
-  // place (penalties, temperature).
+  // Picks the token at output position generated.size(). `prompt` and `generated` feed the
+  // penalties; `logits` is modified in place (penalties, temperature).
   int32_t sample(std::span<float> logits, std::span<const int32_t> prompt,
-                 std::span<const int32_t> generated);
+                 std::span<const int32_t> generated) {
+    return sample_at(generated.size(), logits, prompt, generated);
+  }
+  // The same with the draw of output position `position`.
+  int32_t sample_at(uint64_t position, std::span<float> logits, std::span<const int32_t> prompt,
+                    std::span<const int32_t> generated);
 
   const SamplingParams& params() const { return params_; }
 
  private:
   SamplingParams params_;
-  uint64_t state_[4];  // xoshiro256** state
-  double uniform();    // [0, 1)
+  uint64_t seed_ = 0;
+  double uniform(uint64_t position) const;  // [0, 1), a function of (seed, position)
   // Working buffers of a vocabulary's size, kept across calls (a step allocates nothing).
   std::vector<int32_t> order_;
   std::vector<float> weights_;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -15,6 +16,7 @@
 #include "bench/references.h"
 #include "dq4/convert/synth.h"
 #include "dq4/engine/session.h"
+#include "dq4/engine/speculation.h"
 #include "dq4/kernels/error.h"
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/kernels/w4a8.h"
@@ -34,6 +36,7 @@ struct Case {
   std::string head;   // what the head runs
   int64_t tokens = 0;
   int threads = 0;
+  std::string speculate;  // decode with speculation: its proposer ("replay:k=4,accept=0.6")
   // The repeat with the median ceiling ratio: its speed and its own ceiling.
   double tokens_per_s = 0;
   double ceiling_tokens_per_s = 0;
@@ -45,6 +48,9 @@ struct Case {
   // Decode: the share of a step's time the head takes (the head timed on its own, HeadTimer).
   double head_share = 0;
   double peak_rss_mb = 0;
+  // Speculative decode: tokens/s over the plain decode's in the same repeat (median over the
+  // repeats), drafts accepted / drafted, and tokens per forward.
+  double speedup = 0, acceptance = 0, tokens_per_step = 0;
   // Packed weights + embeddings + the largest KV cache of the model's cases: what the model must
   // hold; peak_rss_mb / this is the memory overhead.
   double model_mb = 0;
@@ -87,6 +93,7 @@ class HeadTimer {
 
 struct Settings {
   std::vector<int64_t> prompt_lengths;
+  std::vector<SpeculativeConfig> speculate;
   int64_t decode_tokens = 128;
   int repeats = 3;
   attention::KvType kv_type = attention::KvType::f32;
@@ -141,6 +148,60 @@ struct Probes {
   }
 };
 
+int32_t argmax(std::span<const float> row) {
+  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+// Greedy speculative decoding of `count` tokens after `prompt` on a session: each step feeds the
+// last token and the proposer's drafts, keeps the drafts while each equals the argmax of the row
+// before it, and takes the rejected ones back out of the cache. The engine's verification, with
+// no scheduler around it: what the rows cost, apart from serving.
+struct SpeculativeRun {
+  double seconds = 0;
+  int64_t steps = 0, drafted = 0, accepted = 0;
+  std::vector<int32_t> generated;
+};
+// `between` runs after every step, untimed (the plain decode's read probe, which leaves the caches
+// as cold for the next step).
+SpeculativeRun speculative_decode(Session& session, std::span<const int32_t> prompt, int64_t count,
+                                  const SpeculativeConfig& config,
+                                  const std::function<void()>& between) {
+  const std::unique_ptr<Proposer> proposer = make_proposer(config);
+  SpeculativeRun run;
+  session.truncate(0);
+  std::vector<int32_t> tokens(prompt.begin(), prompt.end());
+  tokens.push_back(argmax(session.feed(prompt)));
+  std::vector<int32_t> step(static_cast<size_t>(config.num_speculative_tokens) + 1);
+  while (static_cast<int64_t>(tokens.size() - prompt.size()) < count) {
+    const double t0 = now_seconds();
+    step[0] = tokens.back();
+    const int64_t room = count - static_cast<int64_t>(tokens.size() - prompt.size());
+    const std::span<int32_t> drafts = std::span(step).subspan(
+        1, static_cast<size_t>(std::min(config.num_speculative_tokens, room)));
+    const auto n = static_cast<size_t>(proposer->propose(tokens, drafts));
+    const std::span<const float> rows = session.feed_all(std::span(step).first(n + 1));
+    const size_t vocab = rows.size() / (n + 1);
+    size_t j = 0;
+    for (;; ++j) {
+      const int32_t pick = argmax(rows.subspan(j * vocab, vocab));
+      if (j == n || pick != drafts[j]) {
+        tokens.insert(tokens.end(), drafts.begin(), drafts.begin() + static_cast<ptrdiff_t>(j));
+        tokens.push_back(pick);
+        break;
+      }
+    }
+    session.truncate(static_cast<int64_t>(session.tokens().size()) - static_cast<int64_t>(n - j));
+    run.seconds += now_seconds() - t0;
+    ++run.steps;
+    run.drafted += static_cast<int64_t>(n);
+    run.accepted += static_cast<int64_t>(j);
+    between();
+  }
+  run.generated.assign(tokens.begin() + static_cast<ptrdiff_t>(prompt.size()), tokens.end());
+  run.generated.resize(static_cast<size_t>(count));
+  return run;
+}
+
 // Tokens per forward of a prompt: the engine's default token budget per step.
 constexpr int64_t kPrefillChunk = 512;
 
@@ -177,10 +238,18 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
     }
   const std::vector<int32_t> prompt = random_tokens(kDecodePrompt, c.vocab_size, 2);
   std::vector<Repeat> repeats;
+  // The speculative cases (with the prompts' pass only), each run right after the plain decode of
+  // the same repeat: a shared host's speed drifts, a ratio of neighbours does not.
+  const size_t n_spec = prompts ? s.speculate.size() : 0;
+  std::vector<std::vector<Repeat>> spec_repeats(n_spec);
+  std::vector<std::vector<double>> speedups(n_spec);
+  std::vector<SpeculativeRun> spec_runs(n_spec);
+  std::vector<int32_t> plain_tokens;
   Session session(model, kDecodePrompt + s.decode_tokens, s.kv_type, kPrefillChunk, &pool);
   HeadTimer head_timer(model);
   for (int r = 0; r < s.repeats; ++r) {
     session.truncate(0);
+    plain_tokens.clear();
     std::span<const float> logits = session.feed(prompt);
     double decode_seconds = 0, probe_seconds = 0, head_seconds = 0;
     for (int64_t i = 0; i < s.decode_tokens; ++i) {
@@ -188,6 +257,7 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
       const int32_t next =
           static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       logits = session.feed(std::span(&next, 1));
+      plain_tokens.push_back(next);
       decode_seconds += now_seconds() - t0;
       probe_seconds += probes.read.read_next(pool, threads, kProbeChunk);
       // After the probe, which leaves the cache as cold as the step's other weights leave it.
@@ -196,6 +266,20 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
     const double probed = static_cast<double>(kProbeChunk) * static_cast<double>(s.decode_tokens);
     repeats.push_back({static_cast<double>(s.decode_tokens) / decode_seconds,
                        probed / probe_seconds * 1e-9, head_seconds});
+    for (size_t i = 0; i < n_spec; ++i) {
+      SpeculativeConfig config = s.speculate[i];
+      auto reference = std::make_shared<std::vector<TokenId>>(prompt);
+      reference->insert(reference->end(), plain_tokens.begin(), plain_tokens.end());
+      config.replay_tokens = reference;
+      spec_runs[i] = speculative_decode(session, prompt, s.decode_tokens, config,
+                                        [&] { probes.read.read_next(pool, threads, kProbeChunk); });
+      if (spec_runs[i].generated != plain_tokens)
+        throw Error("bench model: speculative decoding (" + config.name() +
+                    ") changed the greedy output");
+      const double tps = static_cast<double>(s.decode_tokens) / spec_runs[i].seconds;
+      spec_repeats[i].push_back({tps, repeats.back().reference, 0});
+      speedups[i].push_back(tps / repeats.back().tokens_per_s);
+    }
   }
   Case k{"decode", head, s.decode_tokens, threads};
   // Attention reads the keys and values of the context, which grows over the decode.
@@ -205,6 +289,20 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
   k = summarize_repeats(k, repeats);
   k.peak_rss_mb = probes.peak_rss_mb();
   cases.push_back(k);
+  for (size_t i = 0; i < n_spec; ++i) {
+    Case sk = k;
+    sk.speculate = s.speculate[i].name();
+    sk = summarize_repeats(sk, spec_repeats[i]);
+    std::sort(speedups[i].begin(), speedups[i].end());
+    sk.speedup = speedups[i][speedups[i].size() / 2];
+    const SpeculativeRun& run = spec_runs[i];
+    sk.acceptance = run.drafted == 0
+                        ? 0.0
+                        : static_cast<double>(run.accepted) / static_cast<double>(run.drafted);
+    sk.tokens_per_step =
+        static_cast<double>(s.decode_tokens) / static_cast<double>(std::max<int64_t>(run.steps, 1));
+    cases.push_back(sk);
+  }
 }
 
 // A synthetic model directory written for this run and removed after it.
@@ -226,6 +324,13 @@ struct SynthDir {
   }
 };
 
+std::string format_speedup(const Case& k) {
+  char buffer[128];
+  std::snprintf(buffer, sizeof buffer, "%.2fx plain, acceptance %.2f, %.2f tokens/step", k.speedup,
+                k.acceptance, k.tokens_per_step);
+  return buffer;
+}
+
 }  // namespace
 
 int run_model_bench(int argc, char** argv, int first) {
@@ -242,6 +347,11 @@ int run_model_bench(int argc, char** argv, int first) {
   args.option("threads-list", "LIST", "thread counts", "1,2");
   args.option("quick", "", "prompt 128, decode 32, one run each (seconds, for the demo)");
   args.option("json", "", "print one JSON array (an object per case)");
+  args.option("speculate", "SPEC",
+              "also decode speculatively, greedy, beside each plain decode: "
+              "replay:k=K,accept=A (drafts from the plain run's own tokens, a share A right) or "
+              "ngram[:k=K,min=N,max=M] (repeatable)");
+  args.repeatable("speculate");
   if (!args.parse(argc, argv, first)) return 0;
   const bool json = args.flag("json");
   std::unique_ptr<SynthDir> synth;
@@ -254,6 +364,9 @@ int run_model_bench(int argc, char** argv, int first) {
   if (dir.empty()) throw Error("missing -m DIR or --synth PRESET");
   Settings s;
   s.kv_type = kv_type_option(args);
+  if (args.given("speculate"))
+    for (const std::string& spec : args.values("speculate"))
+      s.speculate.push_back(parse_speculate_spec(spec));
   if (args.flag("quick")) {
     s.prompt_lengths = {128};
     s.decode_tokens = 32;
@@ -311,25 +424,33 @@ int run_model_bench(int argc, char** argv, int first) {
 
   if (json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const Case& k : cases)
-      out.push_back({{"phase", k.phase},
-                     {"tokens", k.tokens},
-                     {"threads", k.threads},
-                     {"head", k.head},
-                     {"tokens_per_s", k.tokens_per_s},
-                     {"ceiling_tokens_per_s", k.ceiling_tokens_per_s},
-                     {"ceiling_ratio", k.tokens_per_s / k.ceiling_tokens_per_s},
-                     {"ceiling_ratio_min", k.ratio_min},
-                     {"ceiling_ratio_max", k.ratio_max},
-                     {"repeats", s.repeats},
-                     {"head_share", k.head_share},
-                     {"peak_rss_mb", k.peak_rss_mb},
-                     {"model_mb", k.model_mb},
-                     {"rss_ratio", k.peak_rss_mb / k.model_mb},
-                     {k.phase == "decode" ? "read_gbps" : "int8_peak_gops", k.reference},
-                     {"packed_mb", static_cast<double>(packed) / 1e6},
-                     {"embedding_mb", static_cast<double>(embedding) / 1e6},
-                     {"load_s", load_seconds}});
+    for (const Case& k : cases) {
+      nlohmann::json row = {{"phase", k.phase},
+                            {"tokens", k.tokens},
+                            {"threads", k.threads},
+                            {"head", k.head},
+                            {"tokens_per_s", k.tokens_per_s},
+                            {"ceiling_tokens_per_s", k.ceiling_tokens_per_s},
+                            {"ceiling_ratio", k.tokens_per_s / k.ceiling_tokens_per_s},
+                            {"ceiling_ratio_min", k.ratio_min},
+                            {"ceiling_ratio_max", k.ratio_max},
+                            {"repeats", s.repeats},
+                            {"head_share", k.head_share},
+                            {"peak_rss_mb", k.peak_rss_mb},
+                            {"model_mb", k.model_mb},
+                            {"rss_ratio", k.peak_rss_mb / k.model_mb},
+                            {k.phase == "decode" ? "read_gbps" : "int8_peak_gops", k.reference},
+                            {"packed_mb", static_cast<double>(packed) / 1e6},
+                            {"embedding_mb", static_cast<double>(embedding) / 1e6},
+                            {"load_s", load_seconds}};
+      if (!k.speculate.empty()) {
+        row["speculate"] = k.speculate;
+        row["speedup"] = k.speedup;
+        row["acceptance"] = k.acceptance;
+        row["tokens_per_step"] = k.tokens_per_step;
+      }
+      out.push_back(row);
+    }
     std::printf("%s\n", out.dump(1).c_str());
     return 0;
   }
@@ -339,14 +460,16 @@ int run_model_bench(int argc, char** argv, int first) {
               "tokens/s", "ceiling", "ratio", "ratio range", "head share", "RSS MB", "RSS/model",
               "head");
   for (const Case& k : cases)
-    std::printf("%-7s %6lld %7d %10.2f %10.2f %7.3f %6.3f-%6.3f %10s %8.0f %9.3f  %s\n",
-                k.phase.c_str(), static_cast<long long>(k.tokens), k.threads, k.tokens_per_s,
-                k.ceiling_tokens_per_s, k.tokens_per_s / k.ceiling_tokens_per_s, k.ratio_min,
-                k.ratio_max,
-                k.phase == "decode"
-                    ? (std::to_string(static_cast<int>(k.head_share * 100 + 0.5)) + "%").c_str()
-                    : "-",
-                k.peak_rss_mb, k.peak_rss_mb / k.model_mb, k.head.c_str());
+    std::printf(
+        "%-7s %6lld %7d %10.2f %10.2f %7.3f %6.3f-%6.3f %10s %8.0f %9.3f  %s\n", k.phase.c_str(),
+        static_cast<long long>(k.tokens), k.threads, k.tokens_per_s, k.ceiling_tokens_per_s,
+        k.tokens_per_s / k.ceiling_tokens_per_s, k.ratio_min, k.ratio_max,
+        k.phase == "decode"
+            ? (std::to_string(static_cast<int>(k.head_share * 100 + 0.5)) + "%").c_str()
+            : "-",
+        k.peak_rss_mb, k.peak_rss_mb / k.model_mb,
+        k.speculate.empty() ? k.head.c_str()
+                            : ("speculate " + k.speculate + ": " + format_speedup(k)).c_str());
   std::printf(
       "ceilings probed beside each of the %d repeats (the one with the median ratio shown): decode "
       "against the read bandwidth of %zu MiB read after every token (%s), prompt against the "

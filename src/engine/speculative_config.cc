@@ -1,0 +1,156 @@
+// SpeculativeConfig: validation, names, and parsing of vLLM's JSON shape and benchmarks' specs.
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "dq4/engine/speculation.h"
+#include "dq4/kernels/error.h"
+
+namespace dq4 {
+
+namespace {
+
+constexpr int64_t kMaxDrafts = 16;  // rows a sequence adds to a step at most
+
+int64_t parse_int(const std::string& field, const std::string& text) {
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw Error("speculate: " + field + " must be an integer, got '" + text + "'");
+  return value;
+}
+
+double parse_double(const std::string& field, const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw Error("speculate: " + field + " must be a number, got '" + text + "'");
+  return value;
+}
+
+}  // namespace
+
+void SpeculativeConfig::validate() const {
+  if (num_speculative_tokens < 0 || num_speculative_tokens > kMaxDrafts)
+    throw Error("num_speculative_tokens: must be in [0, " + std::to_string(kMaxDrafts) + "], got " +
+                std::to_string(num_speculative_tokens));
+  if (method == Method::ngram) {
+    if (prompt_lookup_min < 1)
+      throw Error("prompt_lookup_min: must be >= 1, got " + std::to_string(prompt_lookup_min));
+    if (prompt_lookup_max < prompt_lookup_min)
+      throw Error("prompt_lookup_max: must be >= prompt_lookup_min (" +
+                  std::to_string(prompt_lookup_min) + "), got " +
+                  std::to_string(prompt_lookup_max));
+  } else {
+    if (!(replay_accept >= 0 && replay_accept <= 1))
+      throw Error("accept: must be in [0, 1], got " + std::to_string(replay_accept));
+  }
+}
+
+std::string SpeculativeConfig::name() const {
+  const std::string k = std::to_string(num_speculative_tokens);
+  if (method == Method::ngram)
+    return "ngram:k=" + k + ",min=" + std::to_string(prompt_lookup_min) +
+           ",max=" + std::to_string(prompt_lookup_max);
+  char accept[32];
+  std::snprintf(accept, sizeof accept, "%g", replay_accept);
+  return "replay:k=" + k + ",accept=" + accept;
+}
+
+SpeculativeConfig parse_speculative_config(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("--speculative-config: not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw Error("--speculative-config: must be a JSON object");
+  const auto integer = [&](const char* field) -> std::optional<int64_t> {
+    if (!j.contains(field)) return std::nullopt;
+    if (!j[field].is_number_integer())
+      throw Error(std::string("--speculative-config: ") + field + " must be an integer");
+    return j[field].get<int64_t>();
+  };
+  for (const auto& [key, value] : j.items())
+    if (key != "method" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
+        key != "prompt_lookup_max")
+      throw Error("--speculative-config: unknown field '" + key + "'");
+  SpeculativeConfig c;
+  if (!j.contains("method") || !j["method"].is_string())
+    throw Error("--speculative-config: method must be a string (\"ngram\")");
+  if (j["method"].get<std::string>() != "ngram")
+    throw Error("--speculative-config: method '" + j["method"].get<std::string>() +
+                "' is not supported (\"ngram\")");
+  const auto k = integer("num_speculative_tokens");
+  if (!k) throw Error("--speculative-config: num_speculative_tokens is required");
+  c.num_speculative_tokens = *k;
+  const auto lo = integer("prompt_lookup_min"), hi = integer("prompt_lookup_max");
+  if (lo || hi) {
+    c.prompt_lookup_min = lo.value_or(*hi);
+    c.prompt_lookup_max = hi.value_or(*lo);
+  }
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(std::string("--speculative-config: ") + e.what());
+  }
+  return c;
+}
+
+SpeculativeConfig parse_speculate_spec(const std::string& spec) {
+  SpeculativeConfig c;
+  const size_t colon = spec.find(':');
+  const std::string method = spec.substr(0, colon);
+  if (method == "ngram") {
+    c.method = SpeculativeConfig::Method::ngram;
+    c.num_speculative_tokens = 4;
+    c.prompt_lookup_min = 2;
+    c.prompt_lookup_max = 4;
+  } else if (method == "replay") {
+    c.method = SpeculativeConfig::Method::replay;
+    c.num_speculative_tokens = 4;
+  } else {
+    throw Error("speculate: unknown method '" + method + "' in '" + spec +
+                "' (ngram or replay:k=K,accept=A)");
+  }
+  std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string item = rest.substr(0, comma);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      throw Error("speculate: '" + item + "' in '" + spec + "' is not key=value");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "k") {
+      c.num_speculative_tokens = parse_int(key, value);
+    } else if (key == "accept" && c.method == SpeculativeConfig::Method::replay) {
+      c.replay_accept = parse_double(key, value);
+    } else if (key == "min" && c.method == SpeculativeConfig::Method::ngram) {
+      c.prompt_lookup_min = parse_int(key, value);
+    } else if (key == "max" && c.method == SpeculativeConfig::Method::ngram) {
+      c.prompt_lookup_max = parse_int(key, value);
+    } else {
+      throw Error("speculate: unknown key '" + key + "' in '" + spec + "'");
+    }
+  }
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error("speculate '" + spec + "': " + e.what());
+  }
+  return c;
+}
+
+}  // namespace dq4
