@@ -230,6 +230,32 @@ TEST(EngineConstraint, PreemptionKeepsEachMatchersPlace) {
   }
 }
 
+TEST(EngineConstraint, ASpeculatingEngineLeavesConstrainedChoicesAlone) {
+  // Repetitive sequences, which an n-gram proposer would draft from.
+  std::vector<std::vector<TokenId>> sequences = {{5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6, 7},
+                                                 {5, 6, 7, 5, 6, 8, 5, 6, 7, 5, 6, 9}};
+  const auto set = set_of(sequences);
+  std::vector<Request> requests;
+  for (int i = 0; i < 6; ++i) {
+    Request r = greedy({1, 5, 6, 7, 5, 6, 7, static_cast<TokenId>(20 + i)}, 30);
+    r.constraint = set;
+    requests.push_back(r);
+    requests.push_back(greedy(prompt_of(8, i), 10));  // unconstrained: these may draft
+  }
+  EngineOptions speculating = small_options();
+  SpeculativeConfig ngram;
+  ngram.num_speculative_tokens = 3;
+  ngram.prompt_lookup_min = 1;
+  ngram.prompt_lookup_max = 3;
+  speculating.speculative = ngram;
+  const std::vector<Collected> plain = run_all(requests, small_options());
+  const std::vector<Collected> drafted = run_all(requests, speculating);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(drafted[i].choices.at(0).tokens, plain[i].choices.at(0).tokens) << i;
+    if (i % 2 == 0) EXPECT_TRUE(is_member(output_of(drafted[i].choices.at(0)), *set)) << i;
+  }
+}
+
 TEST(EngineConstraint, StartsAfterTheGivenGeneratedTokens) {
   Rig rig(small_options());
   const auto prompt = prompt_of(6, 7);
