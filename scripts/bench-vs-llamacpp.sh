@@ -10,12 +10,17 @@
 # on both alike; the table has each side's median and the range of the rounds' ratios.
 # Needs ~5 GB in the scratch directory (BENCH_DIR, default: a new directory under /tmp), removed
 # at the end. DQ4_BIN overrides the binary (default build/dq4, built here when missing);
-# THREADS the thread counts (default 1,2); ROUNDS the alternations (default 3).
+# THREADS the thread counts (default 1,2); ROUNDS the alternations (default 3). PRESET another
+# synth preset (e.g. qwen3-30b-a3b, a mixture of experts exported as llama.cpp's qwen3moe) and
+# LAYERS its depth (synth --layers), so that a large model fits the scratch directory.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dq4="${DQ4_BIN:-$root/build/dq4}"
 threads="${THREADS:-1,2}"
 rounds="${ROUNDS:-3}"
+preset="${PRESET:-llama-1b}"
+layers=()
+if [[ -n "${LAYERS:-}" ]]; then layers=(--layers "$LAYERS"); fi
 if [[ ! -x "$dq4" ]]; then
   cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$root/build" -j "$(nproc)" --target dq4_cli
@@ -28,9 +33,9 @@ work="${BENCH_DIR:-$(mktemp -d /tmp/dq4-bench-vs-llamacpp-XXXXXX)}"
 trap 'rm -rf "$work"' EXIT
 echo "== scratch: $work, $(nproc) CPUs, threads $threads"
 
-"$dq4" synth --preset llama-1b -o "$work/llama-1b"
-"$dq4" quantize "$work/llama-1b" -o "$work/w4a8-g32" --scheme groupwise --group-size 32
-rm -rf "$work/llama-1b"
+"$dq4" synth --preset "$preset" "${layers[@]}" -o "$work/$preset"
+"$dq4" quantize "$work/$preset" -o "$work/w4a8-g32" --scheme groupwise --group-size 32
+rm -rf "${work:?}/$preset"
 "$dq4" export-gguf "$work/w4a8-g32" -o "$work/w4a8-g32.gguf"
 
 for round in $(seq "$rounds"); do

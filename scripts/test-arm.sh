@@ -32,7 +32,7 @@ fi
 # Unity builds, as in test.sh: the headers parsed once per 8 files.
 cmake -S "$repo" -B "$build" "${options[@]}" -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" -DDQ4_BUILD_TOOLS=OFF
-cmake --build "$build" --target dq4_layer_checks kernels_tests model_tests --parallel "$(nproc)"
+cmake --build "$build" --target dq4_layer_checks kernels_tests model_tests moe_tests --parallel "$(nproc)"
 
 failed=0
 # run CPU EXPECTED_DEFAULT EXPECTED_SUPPORTED_LIST EXPECTED_DENSE_SUPPORTED_LIST [GTEST_FILTER]
@@ -94,6 +94,15 @@ if ! qemu-aarch64 -cpu max -L "$sysroot" "$build/tests/model_tests" --gtest_brie
   failed=1
 fi
 echo "   model_tests in $((SECONDS - start)) s"
+
+# Mixtures of experts: routing, the grouped W4A8 experts, batches bit for bit, pool jobs.
+echo "== qemu-aarch64 -cpu max: moe_tests"
+start=$SECONDS
+if ! qemu-aarch64 -cpu max -L "$sysroot" "$build/tests/moe_tests" --gtest_brief=1; then
+  echo "test-arm: FAILED: moe_tests under -cpu max" >&2
+  failed=1
+fi
+echo "   moe_tests in $((SECONDS - start)) s"
 
 if [[ $failed -ne 0 ]]; then
   echo "test-arm: FAILED" >&2

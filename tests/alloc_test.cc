@@ -10,10 +10,12 @@
 #include <optional>
 #include <string>
 
+#include "dq4/convert/synth.h"
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/model/model.h"
 #include "fixtures.h"
 #include "model_batch.h"
+#include "safetensors_writer.h"
 
 namespace {
 
@@ -52,14 +54,11 @@ struct AllocCase {
 
 class WarmForward : public ::testing::TestWithParam<AllocCase> {};
 
-TEST_P(WarmForward, DecodeStepsAllocateNothing) {
-  ModelOptions options;
-  options.quantize_group = GetParam().quantize_group;
-  const std::unique_ptr<Model> model =
-      Model::load(test::fixtures_dir() + "/" + GetParam().fixture, options);
+// Operator new calls in 32 decode steps of 4 sequences, after a prefill and a warm-up step.
+int64_t decode_allocations(Model& model) {
   ThreadPool pool(3);
   constexpr int kSteps = 32;
-  test::BatchRunner runner(*model, 4, 7, kSteps + 1, pool);
+  test::BatchRunner runner(model, 4, 7, kSteps + 1, pool);
   runner.prefill();
   runner.decode_step();  // warm-up: the workspace grows to a decode step's shapes
 
@@ -69,7 +68,32 @@ TEST_P(WarmForward, DecodeStepsAllocateNothing) {
     runner.decode_step();
     counting.store(false);
   }
-  EXPECT_EQ(allocations.load(), 0) << "allocations in " << kSteps << " decode steps of 4 sequences";
+  return allocations.load();
+}
+
+TEST_P(WarmForward, DecodeStepsAllocateNothing) {
+  ModelOptions options;
+  options.quantize_group = GetParam().quantize_group;
+  const std::unique_ptr<Model> model =
+      Model::load(test::fixtures_dir() + "/" + GetParam().fixture, options);
+  EXPECT_EQ(decode_allocations(*model), 0) << "allocations in 32 decode steps of 4 sequences";
+}
+
+// A mixture of experts (Qwen2-MoE: router, grouped experts, shared expert), F32 experts run one
+// by one and W4A8 ones grouped.
+TEST(WarmForwardMoe, DecodeStepsAllocateNothing) {
+  test::ScratchDir scratch;
+  SynthOptions o = synth_preset("tiny-qwen2-moe");
+  o.dtype = Dtype::F32;
+  o.output_dir = scratch.file("moe");
+  write_synthetic_model(o);
+  for (const std::optional<int64_t> group :
+       {std::optional<int64_t>(), std::optional<int64_t>(32)}) {
+    ModelOptions options;
+    options.quantize_group = group;
+    const std::unique_ptr<Model> model = Model::load(o.output_dir, options);
+    EXPECT_EQ(decode_allocations(*model), 0) << (group ? "W4A8" : "F32");
+  }
 }
 
 // The counter sees what it should: a test that cannot fail would prove nothing.

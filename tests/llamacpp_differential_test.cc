@@ -187,7 +187,9 @@ TEST_P(LlamaCppDifferential, GreedyIdsAndProbabilitiesMatch) {
 
 INSTANTIATE_TEST_SUITE_P(TinyPresets, LlamaCppDifferential,
                          testing::Values("tiny", "tiny-llama3", "tiny-linear-rope", "tiny-tied",
-                                         "tiny-mistral", "tiny-qwen2", "tiny-qwen3"),
+                                         "tiny-mistral", "tiny-qwen2", "tiny-qwen3",
+                                         "tiny-qwen3-moe", "tiny-qwen2-moe", "tiny-mixtral",
+                                         "tiny-olmoe"),
                          [](const testing::TestParamInfo<const char*>& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

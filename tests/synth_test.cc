@@ -205,15 +205,35 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
 
     const Checkpoint ckpt = Checkpoint::open_dir(o.output_dir);
     EXPECT_EQ((ckpt.find("lm_head.weight") != nullptr), !c.tie_word_embeddings);
-    const bool qwen3 = name == "tiny-qwen3";
-    EXPECT_EQ((ckpt.find("model.layers.1.self_attn.q_norm.weight") != nullptr), qwen3);
-    EXPECT_EQ((ckpt.find("model.layers.1.self_attn.k_norm.weight") != nullptr), qwen3);
-    if (qwen3) {
+    const bool qwen3 = name == "tiny-qwen3" || name == "tiny-qwen3-moe",
+               olmoe = name == "tiny-olmoe";
+    EXPECT_EQ((ckpt.find("model.layers.1.self_attn.q_norm.weight") != nullptr), qwen3 || olmoe);
+    EXPECT_EQ((ckpt.find("model.layers.1.self_attn.k_norm.weight") != nullptr), qwen3 || olmoe);
+    if (qwen3 || olmoe) {  // per head, or OLMoE's over the whole k projection
       const auto k_norm = ckpt.tensor("model.layers.1.self_attn.k_norm.weight");
-      EXPECT_EQ(k_norm.shape, (std::vector<int64_t>{c.head_dim}));
+      EXPECT_EQ(k_norm.shape,
+                (std::vector<int64_t>{olmoe ? c.num_key_value_heads * c.head_dim : c.head_dim}));
       EXPECT_NE(k_norm.as<float>()[0], 1.0f);
     }
-    const bool bias = name == "tiny-qwen2";
+    // The mixtures' fields as the preset gives them, and their experts' tensors.
+    EXPECT_EQ(c.num_experts, o.config.num_experts);
+    EXPECT_EQ(c.num_experts_per_tok, o.config.num_experts_per_tok);
+    EXPECT_EQ(c.moe_intermediate_size, o.config.moe_intermediate_size);
+    EXPECT_EQ(c.shared_expert_intermediate_size, o.config.shared_expert_intermediate_size);
+    if (name != "tiny-mixtral")  // Mixtral's config has no norm_topk_prob: it always renormalizes
+      EXPECT_EQ(c.norm_topk_prob, o.config.norm_topk_prob);
+    if (c.num_experts > 0) {
+      const std::string moe = name == "tiny-mixtral" ? "block_sparse_moe." : "mlp.";
+      const std::string last = "model.layers.1." + moe + "experts." +
+                               std::to_string(c.num_experts - 1) +
+                               (name == "tiny-mixtral" ? ".w2.weight" : ".down_proj.weight");
+      EXPECT_NE(ckpt.find(last), nullptr) << last;
+      EXPECT_EQ(ckpt.tensor("model.layers.0." + moe + "gate.weight").shape,
+                (std::vector<int64_t>{c.num_experts, c.hidden_size}));
+      EXPECT_EQ(ckpt.find("model.layers.0.mlp.shared_expert_gate.weight") != nullptr,
+                name == "tiny-qwen2-moe");
+    }
+    const bool bias = name == "tiny-qwen2" || name == "tiny-qwen2-moe";
     for (const char* proj : {"q_proj", "k_proj", "v_proj"})
       EXPECT_EQ(ckpt.find(std::string("model.layers.0.self_attn.") + proj + ".bias") != nullptr,
                 bias);

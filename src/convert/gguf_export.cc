@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <numbers>
+#include <optional>
 
 #include "dq4/io/checkpoint.h"
 #include "dq4/io/gguf_writer.h"
@@ -35,10 +36,15 @@ struct GgufArch {
 
 // Architecture::read has refused what dq4 does not run (other rope types, activations...).
 GgufArch gguf_arch(const ModelConfig& c) {
-  if (c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM")
+  // Mixtral is llama.cpp's llama with experts.
+  if (c.architecture == "LlamaForCausalLM" || c.architecture == "MistralForCausalLM" ||
+      c.architecture == "MixtralForCausalLM")
     return {"llama", true};
   if (c.architecture == "Qwen2ForCausalLM") return {"qwen2", false};
   if (c.architecture == "Qwen3ForCausalLM") return {"qwen3", false};
+  if (c.architecture == "Qwen2MoeForCausalLM") return {"qwen2moe", false};
+  if (c.architecture == "Qwen3MoeForCausalLM") return {"qwen3moe", false};
+  if (c.architecture == "OlmoeForCausalLM") return {"olmoe", false};
   throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
 }
 
@@ -91,13 +97,13 @@ GgmlType ggml_type(Dtype dtype, const TensorView& t) {
   }
 }
 
-// A float tensor as `type` (F32, BF16 or F16), rows taken through `row_of`.
-void add_float_tensor(GgufWriter& w, const std::string& name, const TensorView& t, GgmlType type,
-                      std::function<int64_t(int64_t)> row_of) {
+// What writes a float tensor as `type` (F32, BF16 or F16), rows taken through `row_of`.
+GgufWriter::Producer float_producer(const TensorView& t, GgmlType type,
+                                    std::function<int64_t(int64_t)> row_of) {
   const FloatElements values(t);  // refuses non-float dtypes now, not while writing
   const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
   const int64_t cols = t.numel() / rows;
-  w.add_tensor(name, type, t.shape, [values, type, rows, cols, row_of](uint8_t* out, size_t) {
+  return [values, type, rows, cols, row_of](uint8_t* out, size_t) {
     const size_t size = type == GgmlType::F32 ? 4 : 2;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t src = row_of ? row_of(r) : r;
@@ -112,13 +118,18 @@ void add_float_tensor(GgufWriter& w, const std::string& name, const TensorView& 
         }
       }
     }
-  });
+  };
 }
 
-// An int4 group-32 module as Q4_0: the same values, the same scales (refused unless f16 holds
-// them exactly).
-void add_q4_0_tensor(GgufWriter& w, const std::string& name, const LinearTensors& lt,
-                     std::function<int64_t(int64_t)> row_of) {
+void add_float_tensor(GgufWriter& w, const std::string& name, const TensorView& t, GgmlType type,
+                      std::function<int64_t(int64_t)> row_of) {
+  w.add_tensor(name, type, t.shape, float_producer(t, type, std::move(row_of)));
+}
+
+// What writes an int4 group-32 module as Q4_0: the same values, the same scales (refused unless
+// f16 holds them exactly).
+GgufWriter::Producer q4_0_producer(const LinearTensors& lt,
+                                   std::function<int64_t(int64_t)> row_of) {
   const std::string& module = lt.module;
   if (lt.scheme.group_size != kQ4_0BlockSize)
     throw Error("export-gguf: module '" + module + "': " +
@@ -139,33 +150,45 @@ void add_q4_0_tensor(GgufWriter& w, const std::string& name, const LinearTensors
                   ", " + std::to_string(i % groups) + "] = " + std::to_string(s) +
                   " is not exactly representable in f16 (Q4_0 scales are f16)");
   }
-  w.add_tensor(name, GgmlType::Q4_0, {n, k},
-               [lt, scale_values, n, k, groups, row_of, module](uint8_t* out, size_t) {
-                 std::vector<int8_t> row(static_cast<size_t>(k));
-                 const int64_t words = (k + 7) / 8;
-                 const int32_t* packed =
-                     lt.weight_packed ? lt.weight_packed->as<int32_t>().data() : nullptr;
-                 const int8_t* values = lt.weight ? lt.weight->as<int8_t>().data() : nullptr;
-                 for (int64_t r = 0; r < n; ++r) {
-                   const int64_t src = row_of ? row_of(r) : r;
-                   if (packed != nullptr)
-                     unpack_int4_rows(packed + src * words, 1, k, row.data());
-                   else
-                     std::memcpy(row.data(), values + src * k, static_cast<size_t>(k));
-                   for (int64_t g = 0; g < groups; ++g) {
-                     uint8_t* block = out + static_cast<size_t>(r * groups + g) * kQ4_0BlockBytes;
-                     const uint16_t d = f32_to_f16(scale_values[src * groups + g]);
-                     std::memcpy(block, &d, 2);
-                     const int8_t* q = row.data() + g * kQ4_0BlockSize;
-                     for (int j = 0; j < 16; ++j) {
-                       if (q[j] < -8 || q[j] > 7 || q[j + 16] < -8 || q[j + 16] > 7)
-                         throw Error("export-gguf: module '" + module + "' row " +
-                                     std::to_string(src) + ": int4 value outside [-8, 7]");
-                       block[2 + j] = static_cast<uint8_t>((q[j] + 8) | ((q[j + 16] + 8) << 4));
-                     }
-                   }
-                 }
-               });
+  return [lt, scale_values, n, k, groups, row_of, module](uint8_t* out, size_t) {
+    std::vector<int8_t> row(static_cast<size_t>(k));
+    const int64_t words = (k + 7) / 8;
+    const int32_t* packed = lt.weight_packed ? lt.weight_packed->as<int32_t>().data() : nullptr;
+    const int8_t* values = lt.weight ? lt.weight->as<int8_t>().data() : nullptr;
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t src = row_of ? row_of(r) : r;
+      if (packed != nullptr)
+        unpack_int4_rows(packed + src * words, 1, k, row.data());
+      else
+        std::memcpy(row.data(), values + src * k, static_cast<size_t>(k));
+      for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* block = out + static_cast<size_t>(r * groups + g) * kQ4_0BlockBytes;
+        const uint16_t d = f32_to_f16(scale_values[src * groups + g]);
+        std::memcpy(block, &d, 2);
+        const int8_t* q = row.data() + g * kQ4_0BlockSize;
+        for (int j = 0; j < 16; ++j) {
+          if (q[j] < -8 || q[j] > 7 || q[j + 16] < -8 || q[j + 16] > 7)
+            throw Error("export-gguf: module '" + module + "' row " + std::to_string(src) +
+                        ": int4 value outside [-8, 7]");
+          block[2 + j] = static_cast<uint8_t>((q[j] + 8) | ((q[j + 16] + 8) << 4));
+        }
+      }
+    }
+  };
+}
+
+void add_q4_0_tensor(GgufWriter& w, const std::string& name, const LinearTensors& lt,
+                     std::function<int64_t(int64_t)> row_of) {
+  w.add_tensor(name, GgmlType::Q4_0, {lt.n, lt.k}, q4_0_producer(lt, std::move(row_of)));
+}
+
+// Several producers of equal size one after the other: experts stacked as llama.cpp's
+// ffn_*_exps tensors hold them ([experts, n, k]).
+GgufWriter::Producer stacked_producer(std::vector<GgufWriter::Producer> parts) {
+  return [parts = std::move(parts)](uint8_t* out, size_t bytes) {
+    const size_t each = bytes / parts.size();
+    for (size_t i = 0; i < parts.size(); ++i) parts[i](out + i * each, each);
+  };
 }
 
 // llama.cpp's rope_freqs for llama3 scaling: per frequency pair, the divisor of its frequency.
@@ -207,6 +230,14 @@ void add_hparams(GgufWriter& w, const ModelConfig& c, const std::string& arch) {
   w.add_u32(arch + ".attention.key_length", u32(c.head_dim));
   w.add_u32(arch + ".attention.value_length", u32(c.head_dim));
   w.add_u32(arch + ".rope.dimension_count", u32(c.head_dim));
+  if (c.num_experts > 0) {
+    w.add_u32(arch + ".expert_count", u32(c.num_experts));
+    w.add_u32(arch + ".expert_used_count", u32(c.num_experts_per_tok));
+  }
+  if (c.moe_intermediate_size > 0)
+    w.add_u32(arch + ".expert_feed_forward_length", u32(c.moe_intermediate_size));
+  if (c.shared_expert_intermediate_size > 0)
+    w.add_u32(arch + ".expert_shared_feed_forward_length", u32(c.shared_expert_intermediate_size));
   if (c.rope_scaling.type == "linear") {
     w.add_string(arch + ".rope.scaling.type", "linear");
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
@@ -267,6 +298,32 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     if (lt.bias != nullptr) add_float_tensor(w, gguf + ".bias", *lt.bias, GgmlType::F32, row_of);
   };
 
+  // A sparse layer's experts' `which` module stacked into one tensor: Q4_0 when every expert's is
+  // int4, else F32 (an unquantized checkpoint) or the dtype of the first.
+  const auto add_experts = [&](const std::vector<ExpertModules>& experts,
+                               const std::function<LinearModule(const ExpertModules&)>& which,
+                               const std::string& gguf) {
+    std::vector<GgufWriter::Producer> parts;
+    std::optional<GgmlType> type;
+    for (const ExpertModules& e : experts) {
+      const LinearModule m = which(e);
+      const LinearScheme scheme = qc.resolve(m.name);
+      const LinearTensors lt = find_linear_tensors(ckpt, m.name, scheme);
+      const GgmlType t = scheme.kind == LinearKind::dense ? dense_type(*lt.weight) : GgmlType::Q4_0;
+      if (type && *type != t)
+        throw Error("export-gguf: module '" + m.name +
+                    "': the experts of a layer must all be stored alike (one GGUF tensor)");
+      type = t;
+      parts.push_back(t == GgmlType::Q4_0 ? q4_0_producer(lt, nullptr)
+                                          : float_producer(*lt.weight, t, nullptr));
+    }
+    const LinearModule first = which(experts.front());
+    w.add_tensor(gguf, *type,
+                 {static_cast<int64_t>(experts.size()), first.out_features, first.in_features},
+                 stacked_producer(std::move(parts)));
+    if (*type == GgmlType::Q4_0) ++report.q4_0_tensors;
+  };
+
   // In the script's order: embedding, rope factors, each layer, final norm, head.
   const TensorView& embed = ckpt.tensor(a.embedding);
   add_float_tensor(w, "token_embd.weight", embed, dense_type(embed), nullptr);
@@ -289,9 +346,32 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     add_linear(l.attention_input.at(2), blk + "attn_v", 0);
     add_linear(l.attention_output, blk + "attn_output", 0);
     add_norm(l.post_attention_norm, blk + "ffn_norm.weight");
-    add_linear(l.mlp_input.at(0), blk + "ffn_gate", 0);
-    add_linear(l.mlp_input.at(1), blk + "ffn_up", 0);
-    add_linear(l.mlp_output, blk + "ffn_down", 0);
+    if (!l.experts.empty()) {
+      add_linear(l.router.at(0), blk + "ffn_gate_inp", 0);
+      add_experts(
+          l.experts, [](const ExpertModules& e) { return e.input.at(0); },
+          blk + "ffn_gate_exps.weight");
+      add_experts(
+          l.experts, [](const ExpertModules& e) { return e.input.at(1); },
+          blk + "ffn_up_exps.weight");
+      add_experts(
+          l.experts, [](const ExpertModules& e) { return e.output; }, blk + "ffn_down_exps.weight");
+    }
+    if (l.router.size() == 2) {  // Qwen2-MoE's shared-expert gate, as a vector
+      const LinearModule& gate = l.router[1];
+      const LinearTensors lt = find_linear_tensors(ckpt, gate.name, qc.resolve(gate.name));
+      if (lt.scheme.kind != LinearKind::dense)
+        throw Error("export-gguf: module '" + gate.name +
+                    "': llama.cpp's ffn_gate_inp_shexp is a float vector; this one is quantized");
+      w.add_tensor(blk + "ffn_gate_inp_shexp.weight", GgmlType::F32, {gate.in_features},
+                   float_producer(*lt.weight, GgmlType::F32, nullptr));
+    }
+    if (!l.mlp_input.empty()) {
+      const std::string suffix = l.experts.empty() ? "" : "_shexp";
+      add_linear(l.mlp_input.at(0), blk + "ffn_gate" + suffix, 0);
+      add_linear(l.mlp_input.at(1), blk + "ffn_up" + suffix, 0);
+      add_linear(l.mlp_output, blk + "ffn_down" + suffix, 0);
+    }
   }
   add_norm(a.final_norm, "output_norm.weight");
   if (a.head) add_linear(*a.head, "output", 0);

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include "ct_config.h"
 #include "dq4/convert/quantize.h"
@@ -235,6 +237,16 @@ QuantizeReport Quantizer::run() {
   check_options();
   nlohmann::ordered_json config = read_config();
   std::vector<std::string> ignore_entries{"lm_head"};
+  // Mixture-of-experts routers stay dense, as llm-compressor's MoE recipes leave them.
+  for (const auto& [suffix, entry] :
+       {std::pair<std::string_view, const char*>{".mlp.gate", "re:.*mlp.gate$"},
+        {".mlp.shared_expert_gate", "re:.*mlp.shared_expert_gate$"},
+        {".block_sparse_moe.gate", "re:.*block_sparse_moe.gate$"}})
+    for (const LinearModule& m : options_.modules)
+      if (m.name.ends_with(suffix)) {
+        ignore_entries.emplace_back(entry);
+        break;
+      }
   ignore_entries.insert(ignore_entries.end(), options_.ignore.begin(), options_.ignore.end());
   const IgnoreList ignore(ignore_entries);
   const Checkpoint checkpoint = Checkpoint::open_dir(options_.input_dir);

@@ -108,16 +108,20 @@ std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
   std::vector<TensorSpec> tensors{
       {"model.embed_tokens.weight", dtype, {c.vocab_size, c.hidden_size}},
       {"model.norm.weight", dtype, {c.hidden_size}}};
+  const Architecture arch = Architecture::from_config(c, "synth config");
   for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
-    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
-    tensors.push_back({prefix + "input_layernorm.weight", dtype, {c.hidden_size}});
-    tensors.push_back({prefix + "post_attention_layernorm.weight", dtype, {c.hidden_size}});
-    if (c.architecture == "Qwen3ForCausalLM") {  // RMSNorm of each head's q and k
-      tensors.push_back({prefix + "self_attn.q_norm.weight", dtype, {c.head_dim}});
-      tensors.push_back({prefix + "self_attn.k_norm.weight", dtype, {c.head_dim}});
+    const LayerModules names = arch.layer(layer);
+    tensors.push_back({names.input_norm, dtype, {c.hidden_size}});
+    tensors.push_back({names.post_attention_norm, dtype, {c.hidden_size}});
+    if (arch.qk_norm) {  // RMSNorm of each head's q and k (OLMoE: of the whole projections)
+      const bool whole = arch.qk_norm_whole;
+      tensors.push_back(
+          {names.q_norm, dtype, {whole ? c.num_attention_heads * c.head_dim : c.head_dim}});
+      tensors.push_back(
+          {names.k_norm, dtype, {whole ? c.num_key_value_heads * c.head_dim : c.head_dim}});
     }
   }
-  for (const LinearModule& m : Architecture::from_config(c, "synth config").linear_modules()) {
+  for (const LinearModule& m : arch.linear_modules()) {
     tensors.push_back({m.name + ".weight", dtype, {m.out_features, m.in_features}});
     if (m.has_bias) tensors.push_back({m.name + ".bias", dtype, {m.out_features}});
   }
@@ -147,7 +151,7 @@ nlohmann::ordered_json token_ids_json(const ModelConfig& c) {
 
 nlohmann::ordered_json config_json(const SynthOptions& o) {
   const ModelConfig& c = o.config;
-  const bool qwen = c.architecture == "Qwen2ForCausalLM" || c.architecture == "Qwen3ForCausalLM";
+  const bool qwen = c.architecture.starts_with("Qwen");
   nlohmann::ordered_json j;
   j["architectures"] = {c.architecture};
   j["model_type"] = c.model_type;
@@ -164,12 +168,29 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
   j["rope_scaling"] = rope_scaling_json(c.rope_scaling);
   j["hidden_act"] = c.hidden_act;
   // Qwen2's config has no attention_bias: its q/k/v biases are implied.
-  if (c.architecture != "Qwen2ForCausalLM") j["attention_bias"] = c.attention_bias;
+  if (c.architecture != "Qwen2ForCausalLM" && c.architecture != "Qwen2MoeForCausalLM")
+    j["attention_bias"] = c.attention_bias;
   j["attention_dropout"] = 0.0;
   if (c.architecture == "LlamaForCausalLM") j["mlp_bias"] = c.mlp_bias;
   if (qwen) j["use_sliding_window"] = c.sliding_window > 0;
-  if (qwen || c.architecture == "MistralForCausalLM")
+  if (qwen || c.architecture == "MistralForCausalLM" || c.architecture == "MixtralForCausalLM")
     j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nullptr;
+  if (c.num_experts > 0) {
+    const bool qwen_moe =
+        c.architecture == "Qwen2MoeForCausalLM" || c.architecture == "Qwen3MoeForCausalLM";
+    j[c.architecture == "MixtralForCausalLM" ? "num_local_experts" : "num_experts"] = c.num_experts;
+    j["num_experts_per_tok"] = c.num_experts_per_tok;
+    if (c.architecture != "MixtralForCausalLM") j["norm_topk_prob"] = c.norm_topk_prob;
+    if (qwen_moe) {
+      j["moe_intermediate_size"] = c.moe_intermediate_size;
+      j["decoder_sparse_step"] = c.decoder_sparse_step;
+      j["mlp_only_layers"] = c.mlp_only_layers;
+    }
+    if (c.shared_expert_intermediate_size > 0)
+      j["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
+    j["output_router_logits"] = false;
+    j["router_aux_loss_coef"] = 0.001;
+  }
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["bos_token_id"] = c.bos_token_id >= 0 ? nlohmann::ordered_json(c.bos_token_id) : nullptr;
   j["eos_token_id"] = token_ids_json(c);
@@ -260,7 +281,7 @@ float synthetic_value(const SynthOptions& options, std::string_view name, uint64
 
 int64_t tokenizer_vocab_size(const std::string& tokenizer_dir, std::string_view architecture) {
   const int64_t ids = tokenizer_id_limit(tokenizer_dir);
-  const bool qwen = architecture == "Qwen2ForCausalLM" || architecture == "Qwen3ForCausalLM";
+  const bool qwen = architecture.starts_with("Qwen");
   return qwen ? (ids + 127) / 128 * 128 : ids;
 }
 
@@ -278,8 +299,7 @@ SynthReport write_synthetic_model(const SynthOptions& options) {
   SynthOptions o = options;
   std::optional<quant::SynthTokenizer> tokenizer;
   if (o.tokenizer_dir.empty()) {
-    const bool qwen =
-        o.config.architecture == "Qwen2ForCausalLM" || o.config.architecture == "Qwen3ForCausalLM";
+    const bool qwen = o.config.architecture.starts_with("Qwen");
     tokenizer = quant::make_synthetic_tokenizer(
         o.config.vocab_size, qwen ? quant::TokenizerStyle::qwen : quant::TokenizerStyle::llama3);
     o.config.bos_token_id = tokenizer->bos_id;

@@ -9,7 +9,7 @@
 namespace dq4 {
 namespace {
 
-enum class Arch { llama, mistral, qwen2, qwen3 };
+enum class Arch { llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, mixtral, olmoe };
 enum class Rope { none, llama3, linear };
 
 // A preset: the defaults are the tiny model of synth.h's comment (Llama, untied, no rope scaling).
@@ -25,7 +25,27 @@ struct Preset {
   int64_t rope_original_context = 0;  // llama3
   int64_t sliding_window = 0;         // 0: none
   bool tiny = true;                   // weights ~N(0, 0.1^2), norms 1 + ~N(0, 0.1^2)
+  // Mixtures of experts: experts, experts per token, the experts' intermediate size (Qwen's
+  // moe_intermediate_size; Mixtral's and OLMoE's is `intermediate`), the shared expert's.
+  int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0, shared_intermediate = 0;
+  bool norm_topk_prob = false;
 };
+
+// The tiny mixtures: 8 experts of intermediate 64 (Mixtral 4), 2 per token.
+constexpr Preset tiny_moe(const char* name, Arch arch, bool norm_topk_prob) {
+  Preset p{.name = name, .arch = arch, .rms_norm_eps = 1e-6};
+  p.experts = arch == Arch::mixtral ? 4 : 8;
+  p.experts_per_token = 2;
+  p.norm_topk_prob = norm_topk_prob;
+  if (arch == Arch::qwen2_moe || arch == Arch::qwen3_moe) {
+    p.expert_intermediate = 64;
+  } else {
+    p.intermediate = 64;
+  }
+  if (arch == Arch::qwen2_moe) p.shared_intermediate = 96;
+  if (arch == Arch::olmoe) p.kv_heads = p.heads;  // as OLMoE (llama.cpp's k norm is [hidden])
+  return p;
+}
 
 // Llama 3.x: shapes differ, the rest is shared.
 constexpr Preset llama3(const char* name, int64_t hidden, int64_t intermediate, int64_t layers,
@@ -66,6 +86,52 @@ constexpr Preset kPresets[] = {
      .rope_theta = 1000000.0,
      .tied = true,
      .tiny = false},
+    {.name = "qwen3-30b-a3b",
+     .arch = Arch::qwen3_moe,
+     .hidden = 2048,
+     .intermediate = 6144,
+     .layers = 48,
+     .heads = 32,
+     .kv_heads = 4,
+     .head_dim = 128,
+     .vocab = 151936,
+     .context = 40960,
+     .rms_norm_eps = 1e-6,
+     .rope_theta = 1000000.0,
+     .tiny = false,
+     .experts = 128,
+     .experts_per_token = 8,
+     .expert_intermediate = 768,
+     .norm_topk_prob = true},
+    {.name = "olmoe-1b-7b",
+     .arch = Arch::olmoe,
+     .hidden = 2048,
+     .intermediate = 1024,
+     .layers = 16,
+     .heads = 16,
+     .kv_heads = 16,
+     .head_dim = 128,
+     .vocab = 50304,
+     .context = 4096,
+     .rms_norm_eps = 1e-5,
+     .tiny = false,
+     .experts = 64,
+     .experts_per_token = 8},
+    {.name = "mixtral-8x7b",
+     .arch = Arch::mixtral,
+     .hidden = 4096,
+     .intermediate = 14336,
+     .layers = 32,
+     .heads = 32,
+     .kv_heads = 8,
+     .head_dim = 128,
+     .vocab = 32000,
+     .context = 32768,
+     .rms_norm_eps = 1e-5,
+     .rope_theta = 1000000.0,
+     .tiny = false,
+     .experts = 8,
+     .experts_per_token = 2},
     {.name = "tiny"},
     {.name = "tiny-llama3",
      .rope = Rope::llama3,
@@ -76,6 +142,10 @@ constexpr Preset kPresets[] = {
     {.name = "tiny-mistral", .arch = Arch::mistral, .sliding_window = 16},
     {.name = "tiny-qwen2", .arch = Arch::qwen2, .rms_norm_eps = 1e-6},
     {.name = "tiny-qwen3", .arch = Arch::qwen3, .rms_norm_eps = 1e-6, .tied = true},
+    tiny_moe("tiny-qwen3-moe", Arch::qwen3_moe, true),
+    tiny_moe("tiny-qwen2-moe", Arch::qwen2_moe, false),
+    tiny_moe("tiny-mixtral", Arch::mixtral, true),
+    tiny_moe("tiny-olmoe", Arch::olmoe, false),
 };
 
 SynthOptions options_of(const Preset& p) {
@@ -100,7 +170,25 @@ SynthOptions options_of(const Preset& p) {
     case Arch::qwen3:  // q/k norms
       c.architecture = "Qwen3ForCausalLM", c.model_type = "qwen3";
       break;
+    case Arch::qwen2_moe:  // q/k/v biases, a shared expert
+      c.architecture = "Qwen2MoeForCausalLM", c.model_type = "qwen2_moe";
+      c.attention_bias = true;
+      break;
+    case Arch::qwen3_moe:  // q/k norms
+      c.architecture = "Qwen3MoeForCausalLM", c.model_type = "qwen3_moe";
+      break;
+    case Arch::mixtral:
+      c.architecture = "MixtralForCausalLM", c.model_type = "mixtral";
+      break;
+    case Arch::olmoe:  // q/k norms over the whole projections
+      c.architecture = "OlmoeForCausalLM", c.model_type = "olmoe";
+      break;
   }
+  c.num_experts = p.experts;
+  c.num_experts_per_tok = p.experts_per_token;
+  c.moe_intermediate_size = p.expert_intermediate;
+  c.shared_expert_intermediate_size = p.shared_intermediate;
+  c.norm_topk_prob = p.norm_topk_prob;
   c.hidden_size = p.hidden;
   c.intermediate_size = p.intermediate;
   c.num_hidden_layers = p.layers;

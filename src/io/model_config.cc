@@ -119,6 +119,28 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     const auto window = fields.integer("sliding_window");
     if (window) c.sliding_window = positive(fields, "sliding_window", *window);
   }
+  c.num_experts =
+      fields.integer("num_experts").value_or(fields.integer("num_local_experts").value_or(0));
+  if (c.num_experts < 0) fields.fail("num_experts", "must not be negative");
+  c.num_experts_per_tok = fields.integer("num_experts_per_tok").value_or(0);
+  if (c.num_experts_per_tok < 0) fields.fail("num_experts_per_tok", "must not be negative");
+  c.moe_intermediate_size = fields.integer("moe_intermediate_size").value_or(0);
+  if (c.moe_intermediate_size < 0) fields.fail("moe_intermediate_size", "must not be negative");
+  c.shared_expert_intermediate_size = fields.integer("shared_expert_intermediate_size").value_or(0);
+  if (c.shared_expert_intermediate_size < 0)
+    fields.fail("shared_expert_intermediate_size", "must not be negative");
+  c.norm_topk_prob = fields.boolean("norm_topk_prob").value_or(false);
+  c.decoder_sparse_step = fields.integer("decoder_sparse_step").value_or(1);
+  if (c.decoder_sparse_step <= 0) fields.fail("decoder_sparse_step", "must be positive");
+  if (const nlohmann::json* only = fields.find("mlp_only_layers"); only != nullptr) {
+    if (!only->is_array()) fields.fail("mlp_only_layers", "expected a list of layer indices");
+    for (const nlohmann::json& layer : *only) {
+      if (!layer.is_number_integer() || layer.get<int64_t>() < 0)
+        fields.fail("mlp_only_layers",
+                    "expected a list of layer indices, got " + io::json_snippet(*only));
+      c.mlp_only_layers.push_back(layer.get<int64_t>());
+    }
+  }
   c.eos_token_ids = token_ids(fields, "eos_token_id");
   const std::vector<int32_t> bos = token_ids(fields, "bos_token_id");
   if (bos.size() > 1) fields.fail("bos_token_id", "expected one token id");
@@ -126,8 +148,9 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   for (const auto& [key, value] : json.items())
     if (!value.is_null()) c.keys.push_back(key);
   c.tie_word_embeddings = fields.boolean("tie_word_embeddings").value_or(false);
-  c.attention_bias =
-      fields.boolean("attention_bias").value_or(c.architecture == "Qwen2ForCausalLM");
+  c.attention_bias = fields.boolean("attention_bias")
+                         .value_or(c.architecture == "Qwen2ForCausalLM" ||
+                                   c.architecture == "Qwen2MoeForCausalLM");
   c.mlp_bias = fields.boolean("mlp_bias").value_or(false);
   // transformers >= 4.56 writes "dtype"; older versions "torch_dtype".
   c.torch_dtype = fields.string("torch_dtype").value_or(fields.string("dtype").value_or(""));

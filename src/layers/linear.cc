@@ -11,17 +11,10 @@
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/kernels/w4a16.h"
 #include "dq4/kernels/w4a8.h"
+#include "linear_part.h"
 #include "linear_sources.h"
 
 namespace dq4 {
-
-struct Linear::Part {
-  LinearRun run = LinearRun::w4a8;
-  int64_t group_size = 0;
-  int64_t first_column = 0, columns = 0;
-  std::vector<std::string> modules;
-  std::variant<w4a8::PackedWeights, w4a16::PackedWeights, dense::PackedWeights> weights;
-};
 
 namespace {
 

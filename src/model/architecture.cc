@@ -21,9 +21,7 @@ const std::set<std::string_view>& unsupported_keys() {
                                                   "embedding_multiplier",
                                                   "residual_multiplier",
                                                   "attention_multiplier",
-                                                  "num_experts",
-                                                  "num_local_experts",
-                                                  "moe_intermediate_size",
+                                                  "clip_qkv",
                                                   "layer_types",
                                                   "no_rope_layers",
                                                   "use_qk_norm",
@@ -62,26 +60,63 @@ void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) 
   if (c.head_dim % 2 != 0) refuse(file, "head_dim", "must be even for rotary embeddings");
 }
 
+// The mixture-of-experts settings of Qwen3-MoE, Qwen2-MoE, Mixtral and OLMoE.
+void check_experts(const ModelConfig& c, const std::string& file, bool mixtral, bool qwen,
+                   Architecture& a) {
+  const char* experts_field = mixtral ? "num_local_experts" : "num_experts";
+  if (c.num_experts <= 0) refuse(file, experts_field, "missing or not positive");
+  if (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts)
+    refuse(file, "num_experts_per_tok",
+           "must be between 1 and " + std::string(experts_field) + " (" +
+               std::to_string(c.num_experts) + ")");
+  a.experts = c.num_experts;
+  a.experts_per_token = c.num_experts_per_tok;
+  // Mixtral always renormalizes (its softmax over the top-k logits); the others as configured.
+  a.norm_topk_prob = mixtral || c.norm_topk_prob;
+  a.expert_intermediate = c.intermediate_size;
+  if (qwen) {
+    if (c.moe_intermediate_size <= 0)
+      refuse(file, "moe_intermediate_size", "missing or not positive");
+    a.expert_intermediate = c.moe_intermediate_size;
+  }
+}
+
 }  // namespace
 
 Architecture Architecture::from_config(const ModelConfig& c, const std::string& file) {
   Architecture a;
   a.config = c;
   const std::string& arch = c.architecture;
-  const bool llama = arch == "LlamaForCausalLM", mistral = arch == "MistralForCausalLM",
-             qwen2 = arch == "Qwen2ForCausalLM", qwen3 = arch == "Qwen3ForCausalLM";
-  if (!llama && !mistral && !qwen2 && !qwen3)
+  const bool qwen2_moe = arch == "Qwen2MoeForCausalLM", qwen3_moe = arch == "Qwen3MoeForCausalLM",
+             mixtral = arch == "MixtralForCausalLM", olmoe = arch == "OlmoeForCausalLM";
+  const bool llama = arch == "LlamaForCausalLM", mistral = arch == "MistralForCausalLM" || mixtral,
+             qwen2 = arch == "Qwen2ForCausalLM" || qwen2_moe,
+             qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe;
+  const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
+  if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe)
     refuse(file, "architectures",
            "'" + arch +
                "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
-               "Qwen2ForCausalLM, Qwen3ForCausalLM)");
-  for (const std::string& key : c.keys)
+               "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+               "MixtralForCausalLM, OlmoeForCausalLM)");
+  for (const std::string& key : c.keys) {
     if (unsupported_keys().contains(key))
       refuse(file, key, "changes the forward pass in a way dq4 does not implement");
+    if (!moe && (key == "num_experts" || key == "num_local_experts" ||
+                 key == "moe_intermediate_size" || key == "shared_expert_intermediate_size"))
+      refuse(file, key, "experts are run for the mixture-of-experts architectures only");
+  }
+  if (moe) check_experts(c, file, mixtral, qwen2_moe || qwen3_moe, a);
+  if (qwen2_moe) {
+    if (c.shared_expert_intermediate_size <= 0)
+      refuse(file, "shared_expert_intermediate_size", "missing or not positive");
+    a.shared_expert_intermediate = c.shared_expert_intermediate_size;
+  }
   if (c.hidden_act != "silu")
     refuse(file, "hidden_act", "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
   check_rope(c, file, a);
-  a.qk_norm = qwen3;
+  a.qk_norm = qwen3 || olmoe;
+  a.qk_norm_whole = olmoe;
   // Qwen2's q/k/v always have biases and its o_proj never has one, whatever attention_bias says.
   a.qkv_bias = qwen2 || c.attention_bias;
   a.o_bias = !qwen2 && c.attention_bias;
@@ -96,6 +131,13 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
 
 Architecture Architecture::read(const std::string& model_dir) {
   return from_config(ModelConfig::read(model_dir), model_dir + "/config.json");
+}
+
+bool Architecture::sparse_layer(int64_t index) const {
+  if (experts == 0) return false;
+  for (int64_t dense : config.mlp_only_layers)
+    if (dense == index) return false;
+  return (index + 1) % config.decoder_sparse_step == 0;
 }
 
 LayerModules Architecture::layer(int64_t index) const {
@@ -115,9 +157,35 @@ LayerModules Architecture::layer(int64_t index) const {
                        {prefix + "self_attn.k_proj", kv_features, c.hidden_size, bias},
                        {prefix + "self_attn.v_proj", kv_features, c.hidden_size, bias}};
   m.attention_output = {prefix + "self_attn.o_proj", c.hidden_size, q_features, o_bias};
-  m.mlp_input = {{prefix + "mlp.gate_proj", c.intermediate_size, c.hidden_size, c.mlp_bias},
-                 {prefix + "mlp.up_proj", c.intermediate_size, c.hidden_size, c.mlp_bias}};
-  m.mlp_output = {prefix + "mlp.down_proj", c.hidden_size, c.intermediate_size, c.mlp_bias};
+  const auto mlp = [&](const std::string& p, int64_t inter, std::vector<LinearModule>& input,
+                       LinearModule& output) {
+    input = {{p + "gate_proj", inter, c.hidden_size, c.mlp_bias},
+             {p + "up_proj", inter, c.hidden_size, c.mlp_bias}};
+    output = {p + "down_proj", c.hidden_size, inter, c.mlp_bias};
+  };
+  if (!sparse_layer(index)) {
+    mlp(prefix + "mlp.", c.intermediate_size, m.mlp_input, m.mlp_output);
+    return m;
+  }
+  const bool mixtral = c.architecture == "MixtralForCausalLM";
+  const std::string moe = prefix + (mixtral ? "block_sparse_moe." : "mlp.");
+  m.router = {{moe + "gate", experts, c.hidden_size, false}};
+  for (int64_t e = 0; e < experts; ++e) {
+    const std::string p = moe + "experts." + std::to_string(e) + ".";
+    ExpertModules x;
+    if (mixtral) {
+      x.input = {{p + "w1", expert_intermediate, c.hidden_size, false},
+                 {p + "w3", expert_intermediate, c.hidden_size, false}};
+      x.output = {p + "w2", c.hidden_size, expert_intermediate, false};
+    } else {
+      mlp(p, expert_intermediate, x.input, x.output);
+    }
+    m.experts.push_back(std::move(x));
+  }
+  if (shared_expert_intermediate > 0) {
+    mlp(moe + "shared_expert.", shared_expert_intermediate, m.mlp_input, m.mlp_output);
+    m.router.push_back({moe + "shared_expert_gate", 1, c.hidden_size, false});
+  }
   return m;
 }
 
@@ -127,8 +195,15 @@ std::vector<std::vector<LinearModule>> Architecture::linear_groups() const {
     LayerModules m = layer(i);
     groups.push_back(std::move(m.attention_input));
     groups.push_back({std::move(m.attention_output)});
-    groups.push_back(std::move(m.mlp_input));
-    groups.push_back({std::move(m.mlp_output)});
+    if (!m.router.empty()) groups.push_back(std::move(m.router));
+    for (ExpertModules& e : m.experts) {
+      groups.push_back(std::move(e.input));
+      groups.push_back({std::move(e.output)});
+    }
+    if (!m.mlp_input.empty()) {
+      groups.push_back(std::move(m.mlp_input));
+      groups.push_back({std::move(m.mlp_output)});
+    }
   }
   if (head) groups.push_back({*head});
   return groups;

@@ -15,8 +15,25 @@ TokenCost Model::cost_per_token(attention::KvType kv_type) const {
   const auto add_vector = [&cost](const std::vector<float>& v) {
     cost.weight_bytes += v.size() * sizeof(float);
   };
+  // A token reads the experts it is routed to: experts_per_token of each sparse layer's experts
+  // (their average size, which is every expert's unless their kinds differ).
+  const auto add_experts = [&](const Experts& experts) {
+    const int64_t k = m.arch.experts_per_token;
+    cost.weight_bytes +=
+        experts.bytes() * static_cast<size_t>(k) / static_cast<size_t>(experts.count());
+    cost.linear_ops += 2 * k * experts.in_features() * experts.out_features();
+  };
   for (const DecoderLayer& l : m.layers) {
-    for (const Linear* linear : {&l.qkv, &l.o, &l.gate_up, &l.down}) add_linear(*linear);
+    for (const Linear* linear : {&l.qkv, &l.o}) add_linear(*linear);
+    if (l.has_mlp()) {
+      add_linear(l.gate_up);
+      add_linear(l.down);
+    }
+    if (l.sparse()) {
+      add_linear(l.router);
+      add_experts(l.experts_in);
+      add_experts(l.experts_out);
+    }
     for (const std::vector<float>* norm :
          {&l.input_norm, &l.post_attention_norm, &l.q_norm, &l.k_norm})
       add_vector(*norm);

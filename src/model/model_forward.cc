@@ -14,6 +14,7 @@
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/layers/ops.h"
 #include "model_impl.h"
+#include "moe_forward.h"
 #include "weights.h"
 
 namespace dq4 {
@@ -114,8 +115,6 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   float* h = sized(ws.h, rows * hidden);
   float* qkv = sized(ws.qkv, rows * qkv_cols);
   float* attn = sized(ws.attn, rows * q_cols);
-  float* gate_up = sized(ws.gate_up, rows * 2 * inter);
-  float* act = sized(ws.act, rows * inter);
   // Each row's rope cosines and sines (head_dim / 2 of each), shared by every layer, and its
   // sequence and position.
   const int64_t half = head_dim / 2;
@@ -157,7 +156,10 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
       for (int64_t r = r0; r < r1; ++r) {
         float* q = qkv + r * qkv_cols;
         float* k = q + q_cols;
-        if (!layer.q_norm.empty()) {
+        if (m.arch.qk_norm_whole) {
+          ops::rms_norm(q, 1, q_cols, q_cols, layer.q_norm.data(), eps, q, q_cols);
+          ops::rms_norm(k, 1, kv_cols, kv_cols, layer.k_norm.data(), eps, k, kv_cols);
+        } else if (!layer.q_norm.empty()) {
           ops::rms_norm(q, c.num_attention_heads, head_dim, head_dim, layer.q_norm.data(), eps, q,
                         head_dim);
           ops::rms_norm(k, c.num_key_value_heads, head_dim, head_dim, layer.k_norm.data(), eps, k,
@@ -208,6 +210,12 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
       ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.post_attention_norm.data(), eps,
                     h + r0 * hidden, hidden);
     };
+    if (layer.sparse()) {
+      model::moe_mlp(m, layer, x, h, rows, post_attention_norm, pool);
+      continue;
+    }
+    float* gate_up = sized(ws.gate_up, rows * 2 * inter);
+    float* act = sized(ws.act, rows * inter);
     layer.gate_up.forward(h, rows, hidden, gate_up, 2 * inter, &pool,
                           {.before = post_attention_norm});
     const auto silu = [&](int64_t r0, int64_t r1) {

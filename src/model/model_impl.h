@@ -9,6 +9,7 @@
 #include "dq4/io/tensor_view.h"
 #include "dq4/kernels/aligned_buffer.h"
 #include "dq4/kernels/attention.h"
+#include "dq4/layers/experts.h"
 #include "dq4/layers/linear.h"
 #include "dq4/model/architecture.h"
 #include "dq4/model/model.h"
@@ -17,8 +18,17 @@ namespace dq4 {
 
 struct DecoderLayer {
   std::vector<float> input_norm, post_attention_norm;
-  std::vector<float> q_norm, k_norm;  // Qwen3: [head_dim] each; empty otherwise
-  Linear qkv, o, gate_up, down;
+  // Qwen3: [head_dim] each; OLMoE: [q features], [kv features]; empty otherwise.
+  std::vector<float> q_norm, k_norm;
+  Linear qkv, o;
+  // The dense MLP, or a sparse layer's shared expert (Qwen2-MoE); empty in other sparse layers.
+  Linear gate_up, down;
+  // Sparse layers: the router (Qwen2-MoE: the shared-expert gate as its last column) and the
+  // experts' fused gate/up and down; empty in dense layers.
+  Linear router;
+  Experts experts_in, experts_out;
+  bool sparse() const { return experts_in.count() > 0; }
+  bool has_mlp() const { return gate_up.out_features() > 0; }
 };
 
 struct Model::Impl {
@@ -42,6 +52,12 @@ struct Model::Impl {
     std::vector<int64_t> row_position;       // the position of each row
     std::vector<int64_t> head_rows;          // the row of x each row of the head takes
     std::vector<attention::Args> attention;  // one layer's sequences
+    // Sparse layers (moe_forward.cc): router outputs and choices per row, the rows grouped by
+    // expert, and the experts' and the shared expert's activations.
+    std::vector<float> router, choice_weight, group_weight, group_gate_up, group_act, group_out,
+        shared_out;
+    std::vector<int32_t> choice, group_source;
+    std::vector<int64_t> row_groups, offsets, fill;
   } ws;
 };
 

@@ -60,7 +60,8 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
 
   LinearOptions layer_options = options.linear;
   if (options.quantize_group) layer_options.quantize_dense_group = options.quantize_group;
-  const int64_t total = c.num_hidden_layers * 4 + 1;
+  const int64_t total =
+      static_cast<int64_t>(impl->arch.linear_groups().size()) + (impl->arch.head ? 0 : 1);
   int64_t done = 0;
   const auto packed = [&](const std::vector<LinearModule>& modules) {
     for (const LinearModule& m : modules)
@@ -90,13 +91,35 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
     layer.input_norm = model::read_vector(ckpt, names.input_norm, c.hidden_size);
     layer.post_attention_norm = model::read_vector(ckpt, names.post_attention_norm, c.hidden_size);
     if (impl->arch.qk_norm) {
-      layer.q_norm = model::read_vector(ckpt, names.q_norm, c.head_dim);
-      layer.k_norm = model::read_vector(ckpt, names.k_norm, c.head_dim);
+      const bool whole = impl->arch.qk_norm_whole;
+      layer.q_norm = model::read_vector(ckpt, names.q_norm,
+                                        whole ? c.num_attention_heads * c.head_dim : c.head_dim);
+      layer.k_norm = model::read_vector(ckpt, names.k_norm,
+                                        whole ? c.num_key_value_heads * c.head_dim : c.head_dim);
     }
     layer.qkv = load_group(names.attention_input);
     layer.o = load_group({names.attention_output});
-    layer.gate_up = load_group(names.mlp_input);
-    layer.down = load_group({names.mlp_output});
+    if (!names.router.empty()) {
+      // The router stays as the checkpoint stores it: never quantized at load.
+      LinearOptions router_options = options.linear;
+      router_options.quantize_dense_group.reset();
+      check_biases(ckpt, names.router);
+      layer.router = Linear::load(ckpt, quant, names.router, router_options);
+      packed(names.router);
+      std::vector<std::vector<LinearModule>> inputs, outputs;
+      for (const ExpertModules& e : names.experts) {
+        inputs.push_back(e.input);
+        outputs.push_back({e.output});
+      }
+      layer.experts_in = Experts::load(ckpt, quant, inputs, layer_options);
+      for (const auto& modules : inputs) packed(modules);
+      layer.experts_out = Experts::load(ckpt, quant, outputs, layer_options);
+      for (const auto& modules : outputs) packed(modules);
+    }
+    if (!names.mlp_input.empty()) {
+      layer.gate_up = load_group(names.mlp_input);
+      layer.down = load_group({names.mlp_output});
+    }
     impl->layers.push_back(std::move(layer));
   }
   impl->final_norm = model::read_vector(ckpt, impl->arch.final_norm, c.hidden_size);
@@ -111,7 +134,8 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   r.packed_bytes = impl->head.bytes();
   r.other_bytes = impl->final_norm.size() * sizeof(float) + impl->inv_freq.size() * sizeof(float);
   for (const DecoderLayer& l : impl->layers) {
-    r.packed_bytes += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes();
+    r.packed_bytes += l.qkv.bytes() + l.o.bytes() + l.gate_up.bytes() + l.down.bytes() +
+                      l.router.bytes() + l.experts_in.bytes() + l.experts_out.bytes();
     r.other_bytes +=
         (l.input_norm.size() + l.post_attention_norm.size() + l.q_norm.size() + l.k_norm.size()) *
         sizeof(float);
@@ -139,8 +163,20 @@ std::vector<std::string> Model::describe() const {
     const DecoderLayer& l = impl_->layers.front();
     lines.push_back("attention input: " + l.qkv.description());
     lines.push_back("attention output: " + l.o.description());
-    lines.push_back("mlp input: " + l.gate_up.description());
-    lines.push_back("mlp output: " + l.down.description());
+    // The first sparse layer's experts (layer 0 may be kept dense: mlp_only_layers).
+    for (const DecoderLayer& sparse : impl_->layers) {
+      if (!sparse.sparse()) continue;
+      lines.push_back("router: " + sparse.router.description());
+      lines.push_back("experts input: " + sparse.experts_in.description());
+      lines.push_back("experts output: " + sparse.experts_out.description());
+      break;
+    }
+    if (l.has_mlp()) {
+      lines.push_back(std::string(l.sparse() ? "shared expert input: " : "mlp input: ") +
+                      l.gate_up.description());
+      lines.push_back(std::string(l.sparse() ? "shared expert output: " : "mlp output: ") +
+                      l.down.description());
+    }
   }
   lines.push_back(std::string(impl_->arch.head ? "head: " : "head (tied): ") +
                   impl_->head.description());

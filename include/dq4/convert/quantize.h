@@ -35,8 +35,9 @@ struct QuantizeOptions {
   int64_t group_size = 32;                            // 0: one scale per output channel
   bool quantize_activations = true;                   // W4A8 (int8 dynamic per-token); false: W4A16
   WeightFormat format = WeightFormat::int_quantized;  // or pack_quantized
-  // Modules left unquantized besides "lm_head": exact module names or "re:" regexes matched at
-  // the start of the name (Python's re.match), as compressed-tensors' ignore list.
+  // Modules left unquantized besides "lm_head" and the routers of mixtures of experts ("mlp.gate",
+  // "mlp.shared_expert_gate", "block_sparse_moe.gate"): exact module names or "re:" regexes
+  // matched at the start of the name (Python's re.match), as compressed-tensors' ignore list.
   std::vector<std::string> ignore;
   uint64_t max_shard_bytes = kDefaultMaxShardBytes;
   bool replace_existing = false;

@@ -45,13 +45,23 @@ struct SynthOptions {
 // "llama-8b": Llama-3.1-8B (4096, 14336, 32 layers, 32 / 8 heads, untied, llama3 factor 8).
 // "qwen3-0.6b": Qwen3-0.6B (1024, 3072, 28 layers, 16 / 8 heads, head_dim 128, vocab 151936,
 //   tied, rope_theta 1e6, q/k norms).
+// Mixtures of experts (cut their depth with config.num_hidden_layers to fit memory):
+// "qwen3-30b-a3b": Qwen3-30B-A3B (2048, 48 layers, 32 / 4 heads, head_dim 128, 128 experts of
+//   768, 8 per token, renormalized, vocab 151936, untied, rope_theta 1e6, q/k norms).
+// "olmoe-1b-7b": OLMoE-1B-7B (2048, 16 layers, 16 heads, 64 experts of 1024, 8 per token, not
+//   renormalized, vocab 50304, q/k norms over the whole projections).
+// "mixtral-8x7b": Mixtral-8x7B (4096, 32 layers, 32 / 8 heads, 8 experts of 14336, 2 per token,
+//   vocab 32000, rope_theta 1e6).
 // Tiny models of each architecture, F32-friendly, weights ~N(0, 0.1^2) so that attention is
 // sharp and rope matters, norms 1 + ~N(0, 0.1^2) so that a wrong norm shows: hidden 96,
 // intermediate 200 (K = 200 of down_proj: a partial last group of 32, rows not a whole number of
 // packed words), 2 layers, 4 heads, 2 KV heads, head_dim 24, vocab 384:
 // "tiny" (Llama, untied), "tiny-llama3" (llama3 rope scaling, original context 32 so that all
 // three frequency bands occur), "tiny-linear-rope" (linear, factor 2), "tiny-tied",
-// "tiny-mistral" (sliding_window 16), "tiny-qwen2" (q/k/v biases), "tiny-qwen3" (q/k norms, tied).
+// "tiny-mistral" (sliding_window 16), "tiny-qwen2" (q/k/v biases), "tiny-qwen3" (q/k norms, tied);
+// mixtures with 8 experts of intermediate 64, 2 per token: "tiny-qwen3-moe" (renormalized),
+// "tiny-qwen2-moe" (not renormalized, a shared expert of 96), "tiny-mixtral" (4 experts),
+// "tiny-olmoe" (4 KV heads, as OLMoE has as many as heads).
 // Throws dq4::Error for another name.
 SynthOptions synth_preset(std::string_view name);
 

@@ -44,9 +44,18 @@ struct ModelConfig {
   // use_sliding_window); 0 = none.
   int64_t sliding_window = 0;
   double partial_rotary_factor = 1.0;
-  std::vector<int32_t> eos_token_ids;  // eos_token_id, a number or a list; may be empty
-  int32_t bos_token_id = -1;           // -1 when absent
-  std::vector<std::string> keys;       // every top-level key with a non-null value, sorted
+  // Mixture of experts (0 experts: a dense model). The fields as the families name them:
+  // num_experts (Qwen, OLMoE) or num_local_experts (Mixtral); 0 / empty where absent.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;            // Qwen: the experts' (others: intermediate_size)
+  int64_t shared_expert_intermediate_size = 0;  // Qwen2-MoE's shared expert
+  bool norm_topk_prob = false;                  // renormalize the top-k routing weights
+  int64_t decoder_sparse_step = 1;              // Qwen: every step-th layer is sparse
+  std::vector<int64_t> mlp_only_layers;         // Qwen: layers kept dense
+  std::vector<int32_t> eos_token_ids;           // eos_token_id, a number or a list; may be empty
+  int32_t bos_token_id = -1;                    // -1 when absent
+  std::vector<std::string> keys;                // every top-level key with a non-null value, sorted
 
   // Parses config.json text; `file` names it in messages. Throws dq4::Error naming the file and
   // the field for a missing or ill-typed field.

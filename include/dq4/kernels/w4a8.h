@@ -108,6 +108,10 @@ class QuantizedActivations {
   // matmul reads the activations.
   void reserve(int64_t m, int64_t k, const Kernel* kernel = nullptr);
   int64_t quantize_rows(const float* x, int64_t ldx, int64_t m0, int64_t m1);
+  // Row `to` becomes a copy of row `row` of `from` (quantized by the same kind of kernel, of the
+  // same k): a row quantized once and reused by several matmuls over different row sets (the
+  // experts a token is routed to), from any thread. Unchecked: the caller reserved both.
+  void copy_row(int64_t to, const QuantizedActivations& from, int64_t row);
 
  private:
   friend class MatmulTiles;
@@ -142,12 +146,16 @@ void matmul(const PackedWeights& weights, const QuantizedActivations& x, const M
 class MatmulTiles {
  public:
   MatmulTiles(const PackedWeights& weights, const QuantizedActivations& x, const MatmulArgs& args);
+  // The same over rows [first_row, first_row + args.m) of x only (y's row 0 is x's first_row).
+  MatmulTiles(const PackedWeights& weights, const QuantizedActivations& x, int64_t first_row,
+              const MatmulArgs& args);
   int64_t count() const { return split_.tiles(); }
   void run(int64_t t) const;
 
  private:
   const PackedWeights* weights_;
   const QuantizedActivations* x_;
+  int64_t first_row_ = 0;
   MatmulArgs args_;
   TileSplit split_;
 };

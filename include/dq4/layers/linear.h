@@ -88,9 +88,10 @@ class Linear {
   void forward(const float* x, int64_t m, int64_t ldx, float* y, int64_t ldy,
                ThreadPool* pool = nullptr, const LinearPass& pass = {}) const;
 
-  struct Part;  // opaque: packed weights of one kernel family (src/layers/linear.cc)
+  struct Part;  // opaque: packed weights of one kernel family (src/layers/linear_part.h)
 
  private:
+  friend class Experts;
   std::vector<std::unique_ptr<Part>> parts_;
   int64_t in_features_ = 0, out_features_ = 0;
 };

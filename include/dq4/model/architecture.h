@@ -14,27 +14,46 @@
 
 namespace dq4 {
 
+// One expert of a mixture-of-experts layer: its gate and up (fused), and its down.
+struct ExpertModules {
+  std::vector<LinearModule> input;  // gate_proj, up_proj (Mixtral: w1, w3)
+  LinearModule output;              // down_proj (Mixtral: w2)
+};
+
 // The tensors and linear modules of one decoder layer, as checkpoints name them.
 struct LayerModules {
   std::string input_norm;           // model.layers.N.input_layernorm.weight
   std::string post_attention_norm;  // model.layers.N.post_attention_layernorm.weight
-  std::string q_norm, k_norm;       // Qwen3's per-head norms; empty for the others
+  std::string q_norm, k_norm;       // Qwen3's per-head norms, OLMoE's whole ones; else empty
   // The fusion groups: modules that read the same input, in output order.
   std::vector<LinearModule> attention_input;  // q_proj, k_proj, v_proj
   LinearModule attention_output;              // o_proj
-  std::vector<LinearModule> mlp_input;        // gate_proj, up_proj
-  LinearModule mlp_output;                    // down_proj
+  // The dense MLP, or a sparse layer's shared expert (Qwen2-MoE); empty in other sparse layers.
+  std::vector<LinearModule> mlp_input;  // gate_proj, up_proj
+  LinearModule mlp_output;              // down_proj
+  // Sparse layers: the router (mlp.gate, [experts, hidden]) and Qwen2-MoE's shared-expert gate
+  // ([1, hidden]) after it, which read the same input; empty in dense layers.
+  std::vector<LinearModule> router;
+  std::vector<ExpertModules> experts;
 };
 
 enum class RopeVariant { plain, linear, llama3 };
 
 struct Architecture {
   ModelConfig config;
-  bool qkv_bias = false;       // attention_bias; always for Qwen2
-  bool o_bias = false;         // attention_bias, except for Qwen2
-  bool qk_norm = false;        // Qwen3
+  bool qkv_bias = false;  // attention_bias; always for Qwen2
+  bool o_bias = false;    // attention_bias, except for Qwen2
+  bool qk_norm = false;   // Qwen3, Qwen3-MoE, OLMoE
+  // OLMoE: q/k norms over the whole projection (q_proj's and k_proj's outputs), not per head.
+  bool qk_norm_whole = false;
   int64_t sliding_window = 0;  // tokens a query sees (itself included); 0 = all (Mistral only)
   RopeVariant rope = RopeVariant::plain;
+  // Mixture of experts: experts per sparse layer (0: dense model), the experts a token uses, the
+  // experts' intermediate size, whether the top-k routing weights are renormalized to sum to 1,
+  // Qwen2-MoE's shared expert (its intermediate size; 0: none).
+  int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0;
+  bool norm_topk_prob = false;
+  int64_t shared_expert_intermediate = 0;
 
   std::string embedding = "model.embed_tokens.weight";
   std::string final_norm = "model.norm.weight";
@@ -47,9 +66,13 @@ struct Architecture {
   static Architecture read(const std::string& model_dir);  // model_dir/config.json
 
   LayerModules layer(int64_t index) const;
+  // Whether layer `index` is a mixture of experts (decoder_sparse_step, mlp_only_layers).
+  bool sparse_layer(int64_t index) const;
   // Every linear module in forward order, the untied head last.
   std::vector<LinearModule> linear_modules() const;
-  // The same grouped by shared input: per layer {q, k, v}, {o}, {gate, up}, {down}, then the head.
+  // The same grouped by shared input: per layer {q, k, v}, {o}, {gate, up}, {down}, then the head;
+  // a sparse layer's {router[, shared-expert gate]}, each expert's {gate, up}, {down}, then
+  // the shared expert's {gate, up}, {down} where it has one.
   std::vector<std::vector<LinearModule>> linear_groups() const;
   // RoPE's inverse frequencies (head_dim / 2 of them), with the rope variant's scaling applied.
   std::vector<float> rope_inv_freq() const;

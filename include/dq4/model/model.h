@@ -1,6 +1,7 @@
 #pragma once
-// A Llama-family causal language model (Llama 2/3.x, Mistral, Qwen2, Qwen3) loaded from a Hugging
-// Face directory, and its batched forward pass over a paged KV cache.
+// A Llama-family causal language model (Llama 2/3.x, Mistral, Qwen2, Qwen3, and the mixtures of
+// experts Qwen2-MoE, Qwen3-MoE, Mixtral, OLMoE) loaded from a Hugging Face directory, and its
+// batched forward pass over a paged KV cache.
 //
 // forward() takes several sequences at once, each with any number of new tokens at its own
 // positions (prefill chunks and single decode tokens mixed). Every Linear runs once over all rows,
@@ -45,7 +46,8 @@ struct LoadReport {
 
 // What one token costs the forward pass: the work the ceilings of `dq4 bench model` divide by.
 struct TokenCost {
-  // Bytes of weights a decoded token reads: every packed linear layer (the head included), one
+  // Bytes of weights a decoded token reads: every packed linear layer (the head included; of a
+  // mixture of experts, the experts one token is routed to), one
   // row of the embedding table, the norms and the rope table.
   size_t weight_bytes = 0;
   // Operations of the linear layers per token, 2 per multiply-add (the head included; attention's

@@ -79,6 +79,20 @@ int64_t QuantizedActivations::quantize_rows(const float* x, int64_t ldx, int64_t
   return quantizer_->quantize(x, ldx, m0, m1, block_layout(k_, *quantizer_), lhs);
 }
 
+void QuantizedActivations::copy_row(int64_t to, const QuantizedActivations& from, int64_t row) {
+  const uint8_t* src = from.data_.data();
+  uint8_t* dst = data_.data();
+  std::memcpy(dst + to * ldq_, src + row * ldq_, static_cast<size_t>(ldq_));
+  std::memcpy(dst + recip_offset_ + to * 4, src + from.recip_offset_ + row * 4, 4);
+  std::memcpy(dst + zp_offset_ + to * 4, src + from.zp_offset_ + row * 4, 4);
+  std::memcpy(dst + sums_offset_ + to * blocks_ * 4, src + from.sums_offset_ + row * blocks_ * 4,
+              static_cast<size_t>(blocks_ * 4));
+  if (lane_corrections_)
+    std::memcpy(dst + corrections_offset_ + to * blocks_ * 4,
+                src + from.corrections_offset_ + row * blocks_ * 4,
+                static_cast<size_t>(blocks_ * 4));
+}
+
 // quantize_activations() for `function` (named in errors).
 void quantize_checked(const char* function, const float* x, int64_t m, int64_t k, int64_t ldx,
                       QuantizedActivations& out, ThreadPool* pool, int max_threads,
@@ -108,17 +122,39 @@ void quantize_activations(const float* x, int64_t m, int64_t k, int64_t ldx,
   quantize_checked("w4a8::quantize_activations", x, m, k, ldx, out, pool, max_threads, kernel);
 }
 
-MatmulTiles::MatmulTiles(const PackedWeights& w, const QuantizedActivations& x, const MatmulArgs& a)
-    : weights_(&w), x_(&x), args_(a) {
+namespace {
+
+// The checks of both constructors; `whole_batch`: the tiles cover every row of x.
+void check_tiles(const PackedWeights& w, const QuantizedActivations& x, int64_t first_row,
+                 const MatmulArgs& a, bool whole_batch) {
   const char* f = "w4a8::matmul";
   kernels::check_output_args(f, w.data() != nullptr, w.n(), a);
   if (x.m() == 0) throw Error(std::string(f) + ": the activations are empty (not quantized)");
-  if (x.m() != a.m)
+  if (whole_batch && x.m() != a.m)
     throw Error(std::string(f) + ": m " + std::to_string(a.m) + " differs from the " +
                 std::to_string(x.m()) + " rows of the quantized activations");
+  if (first_row < 0 || first_row + a.m > x.m())
+    throw Error(std::string(f) + ": rows [" + std::to_string(first_row) + ", " +
+                std::to_string(first_row + a.m) + ") are not within the " + std::to_string(x.m()) +
+                " rows of the quantized activations");
   if (x.k() != w.k())
     throw Error(std::string(f) + ": the activations have k " + std::to_string(x.k()) +
                 ", the weights k " + std::to_string(w.k()));
+}
+
+}  // namespace
+
+MatmulTiles::MatmulTiles(const PackedWeights& w, const QuantizedActivations& x, const MatmulArgs& a)
+    : weights_(&w), x_(&x), args_(a) {
+  check_tiles(w, x, 0, a, true);
+  const Layout l = make_layout(w.n(), w.k(), w.group_size(), w.kernel().nr);
+  split_ = TileSplit::of(a.m, l.panels, kernels::call_threads(a.pool, a.max_threads).count);
+}
+
+MatmulTiles::MatmulTiles(const PackedWeights& w, const QuantizedActivations& x, int64_t first_row,
+                         const MatmulArgs& a)
+    : weights_(&w), x_(&x), first_row_(first_row), args_(a) {
+  check_tiles(w, x, first_row, a, false);
   const Layout l = make_layout(w.n(), w.k(), w.group_size(), w.kernel().nr);
   split_ = TileSplit::of(a.m, l.panels, kernels::call_threads(a.pool, a.max_threads).count);
 }
@@ -131,8 +167,11 @@ void MatmulTiles::run(int64_t t) const {
   const QuantizedActivations& x = *x_;
   const Kernel& kernel = w.kernel();
   const Layout l = make_layout(w.n(), w.k(), w.group_size(), kernel.nr);
+  // Row 0 of the tiles is row first_row_ of x: every per-row table starts there.
   const uint8_t* base = x.data_.data();
-  const int32_t* block_sums = reinterpret_cast<const int32_t*>(base + x.sums_offset_);
+  const int64_t f = first_row_;
+  const int32_t* block_sums =
+      reinterpret_cast<const int32_t*>(base + x.sums_offset_) + f * x.blocks_;
   // One piece of this thread's scratch: the kernel's, then (unless the groups are the 32-k
   // blocks) the rows' sums over the weights' groups, added up from the block sums.
   const int64_t kernel_bytes =
@@ -143,10 +182,10 @@ void MatmulTiles::run(int64_t t) const {
                          ? kernels::thread_scratch(static_cast<size_t>(kernel_bytes + sum_bytes))
                          : nullptr;
   QuantizedLhs lhs;
-  lhs.q = const_cast<int8_t*>(reinterpret_cast<const int8_t*>(base));
+  lhs.q = const_cast<int8_t*>(reinterpret_cast<const int8_t*>(base)) + f * x.ldq_;
   lhs.ldq = x.ldq_;
-  lhs.recip = const_cast<float*>(reinterpret_cast<const float*>(base + x.recip_offset_));
-  lhs.zp = const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.zp_offset_));
+  lhs.recip = const_cast<float*>(reinterpret_cast<const float*>(base + x.recip_offset_)) + f;
+  lhs.zp = const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.zp_offset_)) + f;
   lhs.groups = l.groups;
   if (block_groups) {
     lhs.asum = const_cast<int32_t*>(block_sums);
@@ -166,7 +205,8 @@ void MatmulTiles::run(int64_t t) const {
   }
   lhs.block_lane_corrections =
       x.lane_corrections_
-          ? const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.corrections_offset_))
+          ? const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.corrections_offset_)) +
+                f * x.blocks_
           : nullptr;
   kernel.run(l, w.data(), lhs, m0, m1, p0, p1, args_.y, args_.ldy, kernels::epilogue_of(args_),
              kernel_bytes > 0 ? scratch : nullptr);
