@@ -54,9 +54,11 @@ std::string JsonRules::ref(Kind kind) {
       break;
     case K::number:
       // JSON's number with at most 16 digits before and after the point (a double's precision)
-      // so that a model cannot write digits forever.
+      // so that a model cannot write digits forever, and an exponent of at most two digits so
+      // that the value stays finite as a double (1E383 parses as infinity, which no validator
+      // takes for a number).
       body =
-          R"("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )? )" +
+          R"("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )? )" +
           ref(K::ws);
       break;
     case K::integer:

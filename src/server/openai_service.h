@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "dq4/constrain/constraint.h"
 #include "dq4/engine/engine.h"
 #include "dq4/tokenizer/chat_template.h"
 #include "dq4/tokenizer/tokenizer.h"
@@ -24,9 +25,12 @@ struct ServiceOptions {
 
 class OpenAiService {
  public:
-  // `http_counters` reads the transport's numbers for /metrics.
+  // `http_counters` reads the transport's numbers for /metrics. `compiler` (for the engine's
+  // model, shared by every request: its cache holds the constraints recently asked for) must
+  // outlive the service.
   OpenAiService(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
-                ServiceOptions options, std::function<HttpCounters()> http_counters);
+                constrain::Compiler& compiler, ServiceOptions options,
+                std::function<HttpCounters()> http_counters);
 
   void handle(HttpRequest request, std::shared_ptr<Exchange> exchange);
   int64_t in_flight() const { return in_flight_; }  // generation requests not yet answered
@@ -46,6 +50,7 @@ class OpenAiService {
   Engine& engine_;
   const Tokenizer& tokenizer_;
   const ChatTemplate* chat_template_;
+  constrain::Compiler& compiler_;
   const ServiceOptions options_;
   std::function<HttpCounters()> http_counters_;
   std::atomic<int64_t> in_flight_{0};

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "dq4/constrain/constraint.h"
 #include "dq4/kernels/error.h"
 #include "http_server.h"
 #include "openai_service.h"
@@ -57,6 +58,7 @@ void check_api_key(const std::string& key) {
 struct Server::Impl {
   Engine& engine;
   ServerOptions options;
+  std::unique_ptr<constrain::Compiler> compiler;
   std::unique_ptr<server::OpenAiService> service;
   std::unique_ptr<server::HttpServer> http;
   std::atomic<bool> shutdown_requested{false};
@@ -69,12 +71,14 @@ Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* c
 
 Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
                const ServerOptions& options, Listener listener)
-    : impl_(new Impl{engine, options, nullptr, nullptr}) {
+    : impl_(new Impl{engine, options, nullptr, nullptr, nullptr}) {
   if (options.served_model_name.empty()) throw Error("ServerOptions: served_model_name is empty");
   check_api_key(options.api_key);
   Impl* impl = impl_.get();
+  impl->compiler =
+      std::make_unique<constrain::Compiler>(tokenizer, engine.vocab_size(), engine.eos_ids());
   impl->service = std::make_unique<server::OpenAiService>(
-      engine, tokenizer, chat_template,
+      engine, tokenizer, chat_template, *impl->compiler,
       server::ServiceOptions{options.served_model_name, options.api_key}, [impl] {
         return server::HttpCounters{impl->http ? impl->http->open_connections() : 0,
                                     impl->http ? impl->http->active_exchanges() : 0};

@@ -165,6 +165,30 @@ await check('errors as OpenAI error objects', async () => {
   await assert.rejects(bad.models.list(), (e) => e.status === 401);
 });
 
+await check('chat.completions.parse with a JSON schema', async () => {
+  const schema = {
+    type: 'object',
+    properties: { animal: { type: 'string', enum: ['cat', 'dog', 'bird'] },
+                  legs: { type: 'integer', minimum: 0, maximum: 8 } },
+    required: ['animal', 'legs'], additionalProperties: false,
+  };
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.parse({
+      model, messages: [{ role: 'user', content: 'An animal, please.' }], max_tokens: 100, seed,
+      response_format: { type: 'json_schema', json_schema: { name: 'animal', strict: true, schema } },
+    });
+    const m = r.choices[0].message;
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    assert.deepEqual(Object.keys(m.parsed), ['animal', 'legs']);
+    assert.ok(['cat', 'dog', 'bird'].includes(m.parsed.animal));
+    assert.ok(Number.isInteger(m.parsed.legs) && m.parsed.legs >= 0 && m.parsed.legs <= 8);
+  }
+  await assert.rejects(client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'Hi' }],
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', not: {} } } },
+  }), (e) => e.status === 400 && e.param === 'response_format.json_schema.schema' && /'not'/.test(e.message));
+});
+
 await check('models', async () => {
   const list = await client.models.list();
   assert.deepEqual(list.data.map((m) => m.id), [model]);
