@@ -285,6 +285,7 @@ json read_messages(const Fields& f) {
                                              "assistant, tool, function");
     json message = m;
     if (m.contains("content")) message["content"] = read_content(m["content"], where + ".content");
+    prepare_tool_message(message, where);
     messages.push_back(std::move(message));
   }
   return messages;
@@ -354,11 +355,7 @@ ChatRequest parse_chat_request(std::string_view body) {
     if (!format->is_object() || format->value("type", json()) != "text")
       f.fail("response_format", "other than {\"type\": \"text\"} is not supported by this server");
   }
-  if (const json* choice = f.get("tool_choice")) {
-    if (!choice->is_string() || (*choice != "none" && *choice != "auto"))
-      f.fail("tool_choice", "other than \"none\" or \"auto\" is not supported by this server");
-  }
-  f.boolean("parallel_tool_calls");
+  c.tools = read_chat_tools(object);
   if (f.boolean("continue_final_message").value_or(false))
     f.fail("continue_final_message", "is not supported by this server");
   c.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
