@@ -47,6 +47,9 @@ OpenAiService::OpenAiService(Engine& engine, const Tokenizer& tokenizer,
       tokenizer_(tokenizer),
       chat_template_(chat_template),
       options_(std::move(options)),
+      tool_format_(options_.tool_format != ToolFormat::none || !chat_template
+                       ? options_.tool_format
+                       : detect_tool_format(chat_template->source())),
       http_counters_(std::move(http_counters)),
       id_salt_(std::random_device{}() * 0x9e3779b97f4a7c15ull),
       started_(unix_seconds()) {}
@@ -164,13 +167,38 @@ void OpenAiService::chat(const HttpRequest& request, std::shared_ptr<Exchange> e
   ChatRequest c = parse_chat_request(request.body);
   check_model(c.fields.model);
   const std::string text = render_chat(c.template_context, c.add_generation_prompt);
+  const ChatOutputOptions output = chat_output(c, text);
   std::vector<std::vector<TokenId>> prompts = {tokenizer_.encode(text, c.add_special_tokens)};
-  generate(Endpoint::chat, c.fields, std::move(prompts), std::move(exchange));
+  generate(Endpoint::chat, c.fields, std::move(prompts), std::move(exchange), output);
+}
+
+ChatOutputOptions OpenAiService::chat_output(ChatRequest& chat, const std::string& prompt) {
+  ChatOutputOptions output;
+  if (options_.reasoning != ReasoningFormat::none) {
+    output.reasoning = true;
+    output.think_start = think_start(options_.reasoning, prompt);
+  }
+  switch (chat.tools.choice) {
+    case ChatTools::Choice::none:
+      break;  // tools are still shown to the model (as vLLM does), the output is not parsed
+    case ChatTools::Choice::automatic:
+      output.tools = tool_format_;
+      break;
+    case ChatTools::Choice::required:
+    case ChatTools::Choice::named:
+      // A template without a known format gets Llama 3's plain JSON calls.
+      output.tools = tool_format_ == ToolFormat::none ? ToolFormat::llama3_json : tool_format_;
+      break;
+  }
+  // Mistral's [TOOL_CALLS] is a special token in its tokenizers: kept in the text to be parsed.
+  if (output.tools == ToolFormat::mistral) chat.fields.request.skip_special_tokens = false;
+  return output;
 }
 
 void OpenAiService::generate(Endpoint endpoint, GenerationFields& fields,
                              std::vector<std::vector<TokenId>> prompts,
-                             std::shared_ptr<Exchange> exchange) {
+                             std::shared_ptr<Exchange> exchange,
+                             const ChatOutputOptions& chat_output) {
   check_lengths(prompts, fields.request.max_tokens, engine_.max_model_len());
   JobShape shape;
   shape.header = ResponseHeader{endpoint, next_id(endpoint == Endpoint::chat ? "chatcmpl" : "cmpl"),
@@ -179,6 +207,7 @@ void OpenAiService::generate(Endpoint endpoint, GenerationFields& fields,
   shape.include_usage = fields.include_usage;
   shape.n = fields.request.n;
   shape.prompts = prompts.size();
+  shape.chat_output = chat_output;
   auto job = std::make_shared<GenerationJob>(shape, engine_, tokenizer_, exchange, in_flight_);
   exchange->on_disconnect([weak = std::weak_ptr<GenerationJob>(job)] {
     if (auto j = weak.lock()) j->cancel();
