@@ -58,6 +58,12 @@ max_len_http_request_fuzz=8192
 # server), most of the run. ASan still reports any leak when the target exits.
 options_http_request_fuzz=(-detect_leaks=0)
 
+# GBNF grammars (seeds: handwritten grammars in the repository).
+targets+=(gbnf_compile_fuzz)
+seeds_gbnf_compile_fuzz=("$root"/fuzz/seeds/gbnf_compile_fuzz/*)
+dict_gbnf_compile_fuzz="$root/fuzz/gbnf.dict"
+max_len_gbnf_compile_fuzz=4096
+
 options=()
 if [[ ! -f "$build/CMakeCache.txt" ]] && command -v ninja >/dev/null; then options+=(-G Ninja); fi
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" "${options[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -3,10 +3,10 @@
 //
 // Counted: all of Engine::step() for 32 steps in which every request decodes one token:
 // scheduling, building the batch, the forward of a fake model (which allocates nothing),
-// sampling (penalties included) on the pool's threads, committing the tokens, and handing each
-// request its event through a callback that keeps nothing. Not counted: text. These requests ask
-// for token ids only (detokenize = false): each event's new text is a new string by design, and
-// the tokenizer's decode builds it.
+// sampling (penalties included; constrained choices masked) on the pool's threads, committing the
+// tokens, and handing each request its event through a callback that keeps nothing. Not counted:
+// text. These requests ask for token ids only (detokenize = false): each event's new text is a
+// new string by design, and the tokenizer's decode builds it.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -16,6 +16,7 @@
 
 #include "dq4/engine/engine.h"
 #include "fake_model.h"
+#include "sequence_set_constraint.h"
 #include "stories_fixture.h"
 
 namespace {
@@ -73,7 +74,7 @@ namespace {
 using test::FakeModel;
 
 constexpr int64_t kVocab = 512;
-constexpr int kRequests = 6;
+constexpr int kRequests = 7;
 constexpr int kSteps = 32;
 
 // Allocations made while `f` runs.
@@ -122,6 +123,16 @@ Request decoding_request(int i) {
     r.sampling.frequency_penalty = 0.3f;
   }
   if (i == 3) r.n = 2;
+  if (i == 6) {  // constrained (a matcher that allocates nothing): masks and matchers per choice
+    std::vector<std::vector<TokenId>> sequences(3);
+    for (size_t k = 0; k < sequences.size(); ++k)
+      for (int t = 0; t < 200; ++t)
+        sequences[k].push_back(3 + (t * 13 + static_cast<int>(k) * (t % 7)) % (kVocab - 3));
+    r.constraint =
+        std::make_shared<test::SequenceSetConstraint>(sequences, kVocab, std::vector<TokenId>{2});
+    r.n = 2;
+    r.min_tokens = 0;
+  }
   return r;
 }
 
@@ -150,7 +161,7 @@ TEST(EngineAllocations, ADecodeStepAllocatesNothingAfterWarmUp) {
   }
   // Warm-up: every prompt computed, every choice decoding, the buffers grown.
   for (int step = 0; step < 8; ++step) ASSERT_TRUE(engine.step());
-  ASSERT_EQ(engine.stats().running, kRequests + 1);
+  ASSERT_EQ(engine.stats().running, kRequests + 2);
   std::vector<int64_t> before;
   for (const Delivered& d : delivered) before.push_back(d.tokens);
   for (Delivered& d : delivered) d.unexpected = false;

@@ -126,6 +126,28 @@ TEST(Tokenizer, VocabularyLookups) {
   EXPECT_EQ(llama3.decode(std::vector<TokenId>{9906, 999999, -5, 1917}), "Hello world");
 }
 
+TEST(Tokenizer, TokenBytesAreWhatEachTokenAddsToTheText) {
+  const Tokenizer& llama3 = fixture_tokenizer("tokenizer-llama3");
+  EXPECT_EQ(llama3.token_bytes(9906), "Hello");
+  EXPECT_EQ(llama3.token_bytes(1917), " world");
+  EXPECT_EQ(llama3.token_bytes(*llama3.token_to_id("\xC3\x83")), "\xC3");  // half of a character
+  EXPECT_EQ(llama3.token_bytes(128009), "<|eot_id|>");
+  EXPECT_EQ(llama3.token_bytes(1 << 30), std::nullopt);
+  const Tokenizer& llama2 = fixture_tokenizer("tokenizer-llama2");
+  EXPECT_EQ(llama2.token_bytes(*llama2.token_to_id("\xE2\x96\x81the")), " the");
+  EXPECT_EQ(llama2.token_bytes(*llama2.token_to_id("<0x0A>")), "\n");
+  EXPECT_EQ(llama2.token_bytes(*llama2.token_to_id("<0xE2>")), "\xE2");
+  // Byte-level tokens of a valid text add up to its decoding.
+  const auto reference = nlohmann::json::parse(
+      read_test_file(fixture_tokenizer_dir("tokenizer-llama3") + "/reference_tokenizations.json"));
+  for (const auto& c : reference.at("cases")) {
+    const auto ids = c.at("ids").get<std::vector<TokenId>>();
+    std::string joined;
+    for (const TokenId id : ids) joined += llama3.token_bytes(id).value();
+    EXPECT_EQ(joined, llama3.decode(ids)) << c.at("text");
+  }
+}
+
 TEST(Tokenizer, SkipSpecialTokensLeavesOutSpecialTokens) {
   const Tokenizer& llama3 = fixture_tokenizer("tokenizer-llama3");
   const std::vector<TokenId> ids =

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <limits>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "histogram.h"
 #include "scheduler.h"
 #include "sequence.h"
+#include "token_mask.h"
 
 namespace dq4 {
 
@@ -38,7 +40,7 @@ namespace engine {
 
 struct Choice {
   Choice(const Tokenizer& tokenizer, const Request& request, uint64_t request_id, int index,
-         const EngineOptions& options)
+         const EngineOptions& options, int64_t vocab)
       : sampler(choice_sampling(request.sampling, index)),
         text(tokenizer, request.prompt, request.skip_special_tokens, request.stop,
              request.include_stop_str_in_output) {
@@ -55,6 +57,15 @@ struct Choice {
     seq.blocks.hashes.reserve(static_cast<size_t>(blocks));
     seq.prompt_len = prompt;
     delta.index = index;
+    if (request.constraint) {
+      matcher = request.constraint->matcher();
+      if (matcher->vocab_size() != vocab)
+        throw Error("request: the constraint was compiled for " +
+                    std::to_string(matcher->vocab_size()) + " tokens, the model has " +
+                    std::to_string(vocab));
+      mask.resize(static_cast<size_t>((vocab + 63) / 64));
+      constrained = request.constraint_after.empty();
+    }
   }
   // The next event's delta starts empty, keeping the buffers it has.
   void clear_delta() {
@@ -75,6 +86,12 @@ struct Choice {
   bool changed = false;
   bool finished = false;
   Clock::time_point first_token, last_token;
+  // The request's constraint, when it has one: this choice's position in it, and the buffer its
+  // mask is written to (sized once: a step allocates nothing). `constrained` once the tokens of
+  // constraint_after have come out (at once without them).
+  std::unique_ptr<constrain::Matcher> matcher;
+  std::vector<uint64_t> mask;
+  bool constrained = false;
 };
 
 struct RequestState {
@@ -93,6 +110,13 @@ struct RequestState {
   // callback moves them away.
   RequestOutput event;
 };
+
+// Whether the choice's generated tokens now end with the request's constraint_after.
+bool ends_with_constraint_after(const Request& q, const Choice& c) {
+  const auto& after = q.constraint_after;
+  const int64_t n = static_cast<int64_t>(after.size());
+  return c.generated() >= n && std::equal(after.begin(), after.end(), c.seq.tokens.end() - n);
+}
 
 }  // namespace engine
 
@@ -118,6 +142,10 @@ struct Engine::Impl {
   struct Draw {
     TokenId token = 0;
     std::optional<TokenLogprobs> logprobs;
+    // Under a constraint: the constraint allowed no token, or its matcher refused the one drawn
+    // (a fault of the constraint, never of the request); else whether the token ended it.
+    bool dead_end = false;
+    bool ended = false;
   };
   Draw draw(const RequestState& r, Choice& c, float* row) const;
   void commit(RequestState& r, Choice& c, Draw d, Clock::time_point now);
@@ -244,7 +272,8 @@ uint64_t Engine::Impl::add_request(Request request, OutputCallback on_output) {
                            " requests already wait (max_waiting)");
   state->id = next_id++;
   for (int i = 0; i < request.n; ++i)
-    state->choices.push_back(std::make_unique<Choice>(tokenizer, request, state->id, i, options));
+    state->choices.push_back(
+        std::make_unique<Choice>(tokenizer, request, state->id, i, options, vocab));
   state->request = std::move(request);
   const uint64_t id = state->id;
   inbox.push_back(std::move(state));
@@ -323,32 +352,64 @@ void Engine::Impl::finish(RequestState& r, Choice& c, FinishReason reason, Clock
 Engine::Impl::Draw Engine::Impl::draw(const RequestState& r, Choice& c, float* row) const {
   const Request& q = r.request;
   std::span<float> logits_row(row, static_cast<size_t>(vocab));
-  thread_local std::vector<float> raw_row;  // logprobs are of the model's logits, as they came
+  Draw d;
+  int64_t allowed = 0;
+  if (c.constrained) {
+    c.matcher->fill_mask(c.mask);
+    allowed = engine::mask_logits(c.mask, logits_row);
+    if (allowed == 0) {
+      d.dead_end = true;
+      return d;
+    }
+  }
+  // Logprobs are of the logits as they came (masked by the constraint, which decides what can
+  // come out at all), before min_tokens, penalties and temperature.
+  thread_local std::vector<float> raw_row;
   if (q.logprobs) raw_row.assign(row, row + vocab);
   // Before min_tokens, ending the choice is not an option.
   if (c.generated() < q.min_tokens) {
-    constexpr float kNever = -std::numeric_limits<float>::infinity();
-    if (!q.ignore_eos)
-      for (TokenId id : model->eos_ids())
+    const std::span<const TokenId> eos =
+        q.ignore_eos ? std::span<const TokenId>() : std::span<const TokenId>(model->eos_ids());
+    if (c.constrained) {
+      engine::forbid_unless_last(c.mask, allowed, eos, logits_row);
+      engine::forbid_unless_last(c.mask, allowed, q.stop_token_ids, logits_row);
+    } else {
+      constexpr float kNever = -std::numeric_limits<float>::infinity();
+      for (TokenId id : eos)
         if (id >= 0 && id < vocab) logits_row[id] = kNever;
-    for (TokenId id : q.stop_token_ids) logits_row[id] = kNever;
+      for (TokenId id : q.stop_token_ids) logits_row[id] = kNever;
+    }
   }
   std::span<const TokenId> all(c.seq.tokens);
-  Draw d;
   d.token =
       c.sampler.sample(logits_row, all.first(c.seq.prompt_len), all.subspan(c.seq.prompt_len));
   if (q.logprobs) {
     TokenLogprobs lp;
     const double lse = log_sum_exp(raw_row);
     lp.chosen = {d.token, static_cast<float>(raw_row[static_cast<size_t>(d.token)] - lse)};
-    if (*q.logprobs > 0) lp.top = top_logprobs(raw_row, *q.logprobs, lse);
+    if (*q.logprobs > 0) {
+      lp.top = top_logprobs(raw_row, *q.logprobs, lse);
+      std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
+    }
     d.logprobs = std::move(lp);
+  }
+  if (c.constrained) {
+    // On this row's thread: advancing a grammar's matcher is not free either.
+    d.dead_end = !c.matcher->accept(d.token);
+    d.ended = !d.dead_end && c.matcher->is_ended();
   }
   return d;
 }
 
 void Engine::Impl::commit(RequestState& r, Choice& c, Draw d, Clock::time_point now) {
   const Request& q = r.request;
+  if (d.dead_end) {
+    if (!r.error)
+      r.error = "engine: the output's constraint allowed no token after " +
+                std::to_string(c.generated()) + " generated tokens";
+    abort_request(r, now);
+    return;
+  }
   const TokenId token = d.token;
   c.seq.tokens.push_back(token);
   c.delta.token_ids.push_back(token);
@@ -368,12 +429,16 @@ void Engine::Impl::commit(RequestState& r, Choice& c, Draw d, Clock::time_point 
   }
   if (c.seq.choice == 0) add_siblings(r);
 
+  if (c.matcher && !c.constrained) c.constrained = engine::ends_with_constraint_after(q, c);
+
   const bool may_stop = c.generated() > q.min_tokens;
   const auto& eos = model->eos_ids();
+  const bool is_eos = std::find(eos.begin(), eos.end(), token) != eos.end();
+  const bool is_stop_id =
+      std::find(q.stop_token_ids.begin(), q.stop_token_ids.end(), token) != q.stop_token_ids.end();
+  // A constraint that ended wins over min_tokens and ignore_eos.
   const bool stop_token =
-      may_stop && ((!q.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) ||
-                   std::find(q.stop_token_ids.begin(), q.stop_token_ids.end(), token) !=
-                       q.stop_token_ids.end());
+      (is_eos && (d.ended || (may_stop && !q.ignore_eos))) || (is_stop_id && (may_stop || d.ended));
   if (stop_token) {
     if (q.detokenize) c.delta.text += c.text.finish(may_stop);
     c.delta.stop_token = token;
@@ -384,8 +449,12 @@ void Engine::Impl::commit(RequestState& r, Choice& c, Draw d, Clock::time_point 
   const bool at_length = (q.max_tokens && c.generated() >= *q.max_tokens) ||
                          static_cast<int64_t>(c.seq.tokens.size()) >= options.max_model_len;
   if (q.detokenize && !c.text.stop_string() && at_length) c.delta.text += c.text.finish(may_stop);
+  if (q.detokenize && !c.text.stop_string() && d.ended && !at_length)
+    c.delta.text += c.text.finish(may_stop);
   if (c.text.stop_string()) {
     c.delta.stop_string = c.text.stop_string();
+    finish(r, c, FinishReason::stop, now);
+  } else if (d.ended) {
     finish(r, c, FinishReason::stop, now);
   } else if (at_length) {
     finish(r, c, FinishReason::length, now);
@@ -572,5 +641,7 @@ bool Engine::has_unfinished() const { return impl_->unfinished.load() > 0; }
 EngineStats Engine::stats() const { return impl_->stats(); }
 const EngineOptions& Engine::options() const { return impl_->options; }
 int64_t Engine::max_model_len() const { return impl_->options.max_model_len; }
+int64_t Engine::vocab_size() const { return impl_->vocab; }
+const std::vector<TokenId>& Engine::eos_ids() const { return impl_->model->eos_ids(); }
 
 }  // namespace dq4

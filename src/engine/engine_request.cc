@@ -49,6 +49,8 @@ void Request::validate() const {
   require(n >= 1 && n <= 128, "request: n must be in [1, 128], not " + std::to_string(n));
   require(!logprobs || (*logprobs >= 0 && *logprobs <= 20),
           "request: logprobs must be in [0, 20], not " + std::to_string(logprobs.value_or(0)));
+  require(constraint || constraint_after.empty(),
+          "request: constraint_after is set without a constraint");
   sampling.validate();
 }
 

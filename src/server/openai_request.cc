@@ -135,7 +135,15 @@ const std::set<std::string_view> kSharedKeys = {
 std::set<std::string_view> with_shared(std::initializer_list<std::string_view> keys) {
   std::set<std::string_view> all = kSharedKeys;
   all.insert(keys.begin(), keys.end());
+  all.insert(structured_output_keys().begin(), structured_output_keys().end());
   return all;
+}
+
+// The output constraint, read again from the body only when a field for one is there.
+std::optional<OutputConstraint> read_constraint(const json& object, std::string_view body) {
+  for (std::string_view key : structured_output_keys())
+    if (object.contains(key)) return read_output_constraint(body);
+  return std::nullopt;
 }
 
 std::vector<std::string> read_stop(const Fields& f) {
@@ -320,6 +328,7 @@ CompletionRequest parse_completion_request(std::string_view body) {
   f.only(with_shared({"prompt", "suffix", "logprobs", "echo", "best_of"}));
   CompletionRequest c;
   c.fields = read_shared(f);
+  c.fields.constraint = read_constraint(object, body);
   c.prompts = read_prompts(f);
   if (!c.fields.request.max_tokens) c.fields.request.max_tokens = 16;  // OpenAI's default
   if (auto k = f.integer("logprobs", 0, kMaxLogprobs)) c.fields.request.logprobs = int(*k);
@@ -338,9 +347,9 @@ CompletionRequest parse_completion_request(std::string_view body) {
 ChatRequest parse_chat_request(std::string_view body) {
   const json object = parse_object(body);
   Fields f(object, "");
-  f.only(with_shared({"messages", "logprobs", "top_logprobs", "max_completion_tokens",
-                      "response_format", "tools", "tool_choice", "parallel_tool_calls",
-                      "add_generation_prompt", "continue_final_message", "chat_template_kwargs"}));
+  f.only(with_shared({"messages", "logprobs", "top_logprobs", "max_completion_tokens", "tools",
+                      "tool_choice", "parallel_tool_calls", "add_generation_prompt",
+                      "continue_final_message", "chat_template_kwargs"}));
   ChatRequest c;
   c.fields = read_shared(f);
   if (auto m = f.integer("max_completion_tokens", 1, INT32_MAX)) c.fields.request.max_tokens = *m;
@@ -351,10 +360,7 @@ ChatRequest parse_chat_request(std::string_view body) {
   } else if (c.logprobs) {
     c.fields.request.logprobs = 0;
   }
-  if (const json* format = f.get("response_format")) {
-    if (!format->is_object() || format->value("type", json()) != "text")
-      f.fail("response_format", "other than {\"type\": \"text\"} is not supported by this server");
-  }
+  c.fields.constraint = read_constraint(object, body);
   c.tools = read_chat_tools(object);
   if (f.boolean("continue_final_message").value_or(false))
     f.fail("continue_final_message", "is not supported by this server");

@@ -14,6 +14,7 @@
 #include "api_error.h"
 #include "chat_tools.h"
 #include "dq4/engine/engine.h"
+#include "structured_output.h"
 
 namespace dq4::server {
 
@@ -23,6 +24,8 @@ struct GenerationFields {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   Request request;
+  // What the output must match, still to be compiled (into request.constraint) for the model.
+  std::optional<OutputConstraint> constraint;
 };
 
 using Prompt = std::variant<std::string, std::vector<TokenId>>;

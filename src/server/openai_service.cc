@@ -41,11 +41,12 @@ void require_method(const HttpRequest& request, const char* method) {
 }  // namespace
 
 OpenAiService::OpenAiService(Engine& engine, const Tokenizer& tokenizer,
-                             const ChatTemplate* chat_template, ServiceOptions options,
-                             std::function<HttpCounters()> http_counters)
+                             const ChatTemplate* chat_template, constrain::Compiler& compiler,
+                             ServiceOptions options, std::function<HttpCounters()> http_counters)
     : engine_(engine),
       tokenizer_(tokenizer),
       chat_template_(chat_template),
+      compiler_(compiler),
       options_(std::move(options)),
       tool_format_(options_.tool_format != ToolFormat::none || !chat_template
                        ? options_.tool_format
@@ -200,6 +201,15 @@ void OpenAiService::generate(Endpoint endpoint, GenerationFields& fields,
                              std::shared_ptr<Exchange> exchange,
                              const ChatOutputOptions& chat_output) {
   check_lengths(prompts, fields.request.max_tokens, engine_.max_model_len());
+  // Compiled here, on the connection's thread: a new schema's cost never holds up the engine.
+  if (fields.constraint) {
+    try {
+      fields.request.constraint = compiler_.compile(fields.constraint->spec);
+    } catch (const constrain::ConstraintError& e) {
+      throw bad_request(fields.constraint->param,
+                        "'" + fields.constraint->param + "' cannot be used: " + e.what());
+    }
+  }
   JobShape shape;
   shape.header = ResponseHeader{endpoint, next_id(endpoint == Endpoint::chat ? "chatcmpl" : "cmpl"),
                                 options_.model_name, unix_seconds()};

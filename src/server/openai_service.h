@@ -8,6 +8,7 @@
 #include <string>
 
 #include "chat_output.h"
+#include "dq4/constrain/constraint.h"
 #include "dq4/engine/engine.h"
 #include "dq4/tokenizer/chat_template.h"
 #include "dq4/tokenizer/tokenizer.h"
@@ -30,9 +31,12 @@ struct ServiceOptions {
 
 class OpenAiService {
  public:
-  // `http_counters` reads the transport's numbers for /metrics.
+  // `http_counters` reads the transport's numbers for /metrics. `compiler` (for the engine's
+  // model, shared by every request: its cache holds the constraints recently asked for) must
+  // outlive the service.
   OpenAiService(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
-                ServiceOptions options, std::function<HttpCounters()> http_counters);
+                constrain::Compiler& compiler, ServiceOptions options,
+                std::function<HttpCounters()> http_counters);
 
   void handle(HttpRequest request, std::shared_ptr<Exchange> exchange);
   int64_t in_flight() const { return in_flight_; }  // generation requests not yet answered
@@ -56,6 +60,7 @@ class OpenAiService {
   Engine& engine_;
   const Tokenizer& tokenizer_;
   const ChatTemplate* chat_template_;
+  constrain::Compiler& compiler_;
   const ServiceOptions options_;
   ToolFormat tool_format_;  // the option's, else the chat template's
   std::function<HttpCounters()> http_counters_;

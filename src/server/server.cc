@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "dq4/constrain/constraint.h"
 #include "dq4/kernels/error.h"
 #include "http_server.h"
 #include "openai_service.h"
@@ -67,6 +68,7 @@ void check_parsers(const ServerOptions& options) {
 struct Server::Impl {
   Engine& engine;
   ServerOptions options;
+  std::unique_ptr<constrain::Compiler> compiler;
   std::unique_ptr<server::OpenAiService> service;
   std::unique_ptr<server::HttpServer> http;
   std::atomic<bool> shutdown_requested{false};
@@ -79,7 +81,7 @@ Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* c
 
 Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* chat_template,
                const ServerOptions& options, Listener listener)
-    : impl_(new Impl{engine, options, nullptr, nullptr}) {
+    : impl_(new Impl{engine, options, nullptr, nullptr, nullptr}) {
   if (options.served_model_name.empty()) throw Error("ServerOptions: served_model_name is empty");
   check_api_key(options.api_key);
   server::ServiceOptions service{options.served_model_name, options.api_key};
@@ -89,8 +91,10 @@ Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* c
   if (!options.reasoning_parser.empty())
     service.reasoning = *server::reasoning_format_from_name(options.reasoning_parser);
   Impl* impl = impl_.get();
+  impl->compiler =
+      std::make_unique<constrain::Compiler>(tokenizer, engine.vocab_size(), engine.eos_ids());
   impl->service = std::make_unique<server::OpenAiService>(
-      engine, tokenizer, chat_template, std::move(service), [impl] {
+      engine, tokenizer, chat_template, *impl->compiler, std::move(service), [impl] {
         return server::HttpCounters{impl->http ? impl->http->open_connections() : 0,
                                     impl->http ? impl->http->active_exchanges() : 0};
       });

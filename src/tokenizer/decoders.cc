@@ -13,6 +13,9 @@ class SequenceDecoder : public Decoder {
     const JsonNode list = node.at("decoders");
     for (size_t i = 0; i < list.size(); ++i) steps_.push_back(parse_decoder(list.at(i)));
   }
+  void token_bytes(std::string& token) const override {
+    for (const auto& step : steps_) step->token_bytes(token);
+  }
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& step : steps_) step->decode_chain(tokens);
   }
@@ -25,6 +28,15 @@ class SequenceDecoder : public Decoder {
 // then all bytes as one string, invalid sequences replaced by U+FFFD.
 class ByteLevelDecoder : public Decoder {
  public:
+  void token_bytes(std::string& token) const override {
+    std::string bytes;
+    for (size_t pos = 0; pos < token.size();) {
+      const int b = byte_level_byte(next_code_point(token, pos));
+      if (b < 0) return;  // not all byte-level characters: the token's own UTF-8
+      bytes.push_back(static_cast<char>(b));
+    }
+    token = std::move(bytes);
+  }
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::string bytes;
     for (const std::string& token : tokens) {
@@ -58,6 +70,9 @@ class MetaspaceDecoder : public Decoder {
       strip_first_ = node.get_bool("add_prefix_space", true);
     }
   }
+  void token_bytes(std::string& token) const override {
+    token = replace_literal(token, replacement_, " ");
+  }
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       // The first token loses every replacement character, the others get spaces for them.
@@ -73,6 +88,10 @@ class MetaspaceDecoder : public Decoder {
 
 class ByteFallbackDecoder : public Decoder {
  public:
+  void token_bytes(std::string& token) const override {
+    const int byte = parse_byte_token(token);
+    if (byte >= 0) token.assign(1, static_cast<char>(byte));
+  }
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::vector<std::string> out;
     out.reserve(tokens.size());
@@ -120,6 +139,7 @@ class ByteFallbackDecoder : public Decoder {
 
 class FuseDecoder : public Decoder {
  public:
+  void token_bytes(std::string&) const override {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::string joined;
     for (const std::string& token : tokens) joined += token;
@@ -133,6 +153,8 @@ class StripDecoder : public Decoder {
       : content_(node.at("content").as_char()),
         start_(count(node, "start")),
         stop_(count(node, "stop")) {}
+  // Strips the text's ends only (it follows Fuse), never a token in the middle.
+  void token_bytes(std::string&) const override {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (std::string& token : tokens) {
       std::vector<size_t> starts;  // byte offset of each character
@@ -165,6 +187,9 @@ class ReplaceDecoder : public Decoder {
  public:
   explicit ReplaceDecoder(const JsonNode& node)
       : pattern_(node.at("pattern")), content_(node.get_string("content")) {}
+  void token_bytes(std::string& token) const override {
+    token = pattern_.replace_all(token, content_);
+  }
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (std::string& token : tokens) token = pattern_.replace_all(token, content_);
   }

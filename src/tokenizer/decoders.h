@@ -15,6 +15,9 @@ class Decoder {
  public:
   virtual ~Decoder() = default;
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  // One token's own bytes in the middle of a text: the per-token steps of decode_chain without
+  // what it does to a whole text (UTF-8 repair, stripping the text's ends, joining).
+  virtual void token_bytes(std::string& token) const = 0;
 };
 
 // Throws dq4::Error naming the JSON path for an unsupported type or a bad field.

@@ -60,6 +60,14 @@ bool Pipeline::is_special(TokenId id) const {
          special_by_id_[static_cast<size_t>(id)];
 }
 
+std::optional<std::string> Pipeline::token_bytes(TokenId id) const {
+  const std::string* text = id_to_token(id);
+  if (text == nullptr) return std::nullopt;
+  std::string bytes = *text;
+  if (decoder_) decoder_->token_bytes(bytes);
+  return bytes;
+}
+
 std::vector<TokenId> Pipeline::encode(std::string_view text, bool add_special_tokens) const {
   check_utf8(text, "encode: the text");
   std::vector<TokenId> ids;

@@ -37,6 +37,8 @@ class Pipeline {
   // The text of `id`: an added token's content, else the model's token; null when neither.
   const std::string* id_to_token(TokenId id) const;
   bool is_special(TokenId id) const;
+  // See Tokenizer::token_bytes.
+  std::optional<std::string> token_bytes(TokenId id) const;
   size_t vocab_size() const { return vocab_size_; }
   const std::vector<AddedToken>& added_tokens() const { return added_.tokens(); }
 

@@ -89,6 +89,10 @@ std::optional<std::string> Tokenizer::id_to_token(TokenId id) const {
   return *text;
 }
 
+std::optional<std::string> Tokenizer::token_bytes(TokenId id) const {
+  return pipeline_->token_bytes(id);
+}
+
 bool Tokenizer::is_special(TokenId id) const { return pipeline_->is_special(id); }
 
 std::vector<std::string> Tokenizer::added_tokens() const {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "dq4/constrain/constraint.h"
 #include "dq4/engine/sampler.h"
 #include "dq4/kernels/attention.h"
 #include "dq4/kernels/error.h"
@@ -73,8 +74,23 @@ struct Request {
   bool detokenize = true;           // false: token ids only, no text (and so no stop strings)
   int n = 1;                        // independent choices sharing the prompt
   // Per generated token: nullopt = no logprobs, k = the token's logprob and the k most likely
-  // tokens' (k = 0: the token's only).
+  // tokens' (k = 0: the token's only). With a constraint, of the masked distribution (the
+  // logits' log-softmax with every token the constraint forbids at -infinity, as vLLM reports):
+  // forbidden tokens never appear among the top.
   std::optional<int> logprobs;
+
+  // What the output must match (null: nothing). Each choice gets its own matcher; a token the
+  // matcher forbids is never sampled, whatever the sampling parameters. A choice whose matcher
+  // has ended finishes with stop (an EOS that ended it is a stop token, not text), even before
+  // min_tokens, past ignore_eos and on the token that reaches max_tokens: the constraint wins.
+  // Before min_tokens, EOS and stop ids are forbidden only while the constraint allows another
+  // token. max_tokens reached before the constraint can end: length. Compiled for this model's
+  // vocabulary (constrain::Compiler with its vocab_size and EOS ids).
+  std::shared_ptr<const constrain::Constraint> constraint;
+  // The constraint starts once a choice's generated tokens end with these (e.g. "</think>": the
+  // schema constrains the answer, not the reasoning); until then sampling is unconstrained.
+  // Matched on generated tokens only, never on the prompt. Empty: from the first token.
+  std::vector<TokenId> constraint_after;
 
   // Throws dq4::Error naming the field for a value out of range (also done by add_request).
   void validate() const;
@@ -216,6 +232,9 @@ class Engine {
   EngineStats stats() const;             // thread-safe
   const EngineOptions& options() const;  // max_model_len resolved
   int64_t max_model_len() const;
+  // The model's logits width and EOS ids: what a constrain::Compiler for its requests needs.
+  int64_t vocab_size() const;
+  const std::vector<TokenId>& eos_ids() const;
 
   struct Impl;
 

@@ -39,6 +39,10 @@ class Tokenizer {
 
   std::optional<TokenId> token_to_id(std::string_view token) const;
   std::optional<std::string> id_to_token(TokenId id) const;
+  // The bytes `id` adds to a decoded text in its middle (byte-level characters as their bytes, the
+  // metaspace as a space, <0xHH> as the byte HH): a piece of a UTF-8 character for some tokens.
+  // Null when the vocabulary lacks `id`.
+  std::optional<std::string> token_bytes(TokenId id) const;
   // Whether `id` is a special added token (what skip_special_tokens leaves out).
   bool is_special(TokenId id) const;
   // The texts of the added tokens (special or not), in the file's order.
