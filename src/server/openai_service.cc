@@ -8,6 +8,7 @@
 #include "generation_job.h"
 #include "openai_request.h"
 #include "openai_response.h"
+#include "tool_grammar.h"
 
 namespace dq4::server {
 namespace {
@@ -189,8 +190,24 @@ ChatOutputOptions OpenAiService::chat_output(ChatRequest& chat, const std::strin
     case ChatTools::Choice::named:
       // A template without a known format gets Llama 3's plain JSON calls.
       output.tools = tool_format_ == ToolFormat::none ? ToolFormat::llama3_json : tool_format_;
+      if (chat.fields.constraint)
+        throw bad_request("tool_choice",
+                          "'tool_choice' \"required\" or a named function cannot be combined "
+                          "with '" +
+                              chat.fields.constraint->param + "'");
+      try {
+        chat.fields.constraint = OutputConstraint{{constrain::ConstraintSpec::Kind::grammar,
+                                                   tool_call_grammar(output.tools, chat.tools),
+                                                   {}},
+                                                  "tools"};
+      } catch (const constrain::ConstraintError& e) {
+        throw bad_request("tools", std::string("'tools' cannot be used: ") + e.what());
+      }
       break;
   }
+  // The answer is constrained, not the reasoning before it.
+  if (chat.fields.constraint && output.reasoning && output.think_start != ThinkStart::closed)
+    chat.fields.request.constraint_after = tokenizer_.encode(std::string(kThinkEnd), false);
   // Mistral's [TOOL_CALLS] is a special token in its tokenizers: kept in the text to be parsed.
   if (output.tools == ToolFormat::mistral) chat.fields.request.skip_special_tokens = false;
   return output;
