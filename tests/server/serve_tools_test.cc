@@ -1,10 +1,13 @@
 // Tool calls and reasoning through a live `dq4 serve` on a tiny random-weight Qwen3 model:
 // tool_choice "required" and named functions are held to the tools' schemas by a grammar, so
 // every seeded output must parse into valid calls in each tool-call format; streamed calls
-// reassemble into the whole response's; reasoning comes apart from content.
+// reassemble into the whole response's; reasoning comes apart from content; the official openai
+// npm client (tests/js/openai_tools_test.mjs) reads all of it.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -240,6 +243,27 @@ TEST_F(ServeToolsHermes, ReasoningApartFromContent) {
   EXPECT_TRUE(m["reasoning_content"].is_null()) << closed;
   ASSERT_EQ(m["tool_calls"].size(), 1u) << closed;
   expect_valid_call(m["tool_calls"][0]);
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+TEST_F(ServeToolsHermes, OfficialOpenAIClient) {
+  const std::string js = DQ4_SOURCE_DIR "/tests/js";
+  ASSERT_TRUE(std::filesystem::exists(js + "/node_modules/openai/package.json"))
+      << "tests/js/node_modules/openai is missing: run scripts/install-deps.sh";
+  std::vector<std::string> a = args("", true);
+  a.insert(a.end(), {"--served-model-name", "tiny"});
+  ServeProcess server(a);
+  const std::string command =
+      "node " + js + "/openai_tools_test.mjs " + server.url() + " tiny 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  ASSERT_NE(WEXITSTATUS(status), 127) << "node is not on PATH: run scripts/install-deps.sh";
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("5 checks passed"), std::string::npos) << output;
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
