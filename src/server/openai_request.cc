@@ -299,8 +299,9 @@ json read_messages(const Fields& f) {
   return messages;
 }
 
-// Template variables: messages, tools and chat_template_kwargs.
-std::string template_context(const Fields& f, json messages) {
+// Template variables: messages, tools and chat_template_kwargs. The tools keep the key order
+// the client wrote (templates print them with tojson, as transformers does).
+std::string template_context(const Fields& f, json messages, std::string_view body) {
   json context = json::object();
   if (const json* kwargs = f.get("chat_template_kwargs")) {
     if (!kwargs->is_object())
@@ -313,7 +314,11 @@ std::string template_context(const Fields& f, json messages) {
     for (const json& tool : *tools)
       if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object())
         f.fail("tools", "must hold objects with a 'function' object");
-    if (!tools->empty()) context["tools"] = *tools;
+    if (!tools->empty()) {
+      nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(context.dump());
+      ordered["tools"] = nlohmann::ordered_json::parse(body)["tools"];
+      return ordered.dump(-1, ' ', false, json::error_handler_t::strict);
+    }
   }
   return context.dump(-1, ' ', false, json::error_handler_t::strict);
 }
@@ -366,7 +371,7 @@ ChatRequest parse_chat_request(std::string_view body) {
     f.fail("continue_final_message", "is not supported by this server");
   c.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   c.add_special_tokens = f.boolean("add_special_tokens").value_or(false);
-  c.template_context = template_context(f, read_messages(f));
+  c.template_context = template_context(f, read_messages(f), body);
   return c;
 }
 
@@ -379,7 +384,7 @@ TokenizeRequest parse_tokenize_request(std::string_view body) {
   t.model = f.string("model");
   if (f.get("messages")) {
     if (f.get("prompt")) f.fail("prompt", "and 'messages' cannot both be given");
-    t.template_context = template_context(f, read_messages(f));
+    t.template_context = template_context(f, read_messages(f), body);
     t.add_special_tokens = f.boolean("add_special_tokens").value_or(false);
   } else {
     t.prompt = f.string("prompt");

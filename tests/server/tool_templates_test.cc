@@ -18,8 +18,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string conversation() {
-  return json{
+std::string conversation() {  // in the key order a client writes
+  return nlohmann::ordered_json{
       {"messages",
        {{{"role", "user"}, {"content", "Weather in Paris?"}},
         {{"role", "assistant"},
@@ -42,7 +42,10 @@ std::string conversation() {
 TEST(ToolTemplates, Qwen3RendersCallsAndResults) {
   const ChatTemplate t = ChatTemplate::from_tokenizer_config(test::fixture_path("tokenizer-qwen3"));
   const std::string text = t.render(parse_chat_request(conversation()).template_context, true);
-  EXPECT_NE(text.find("<tools>\n{\"function\": {\"name\": \"get_weather\""), std::string::npos)
+  // The tool as the client wrote it: "type" first, as in Qwen's own examples.
+  EXPECT_NE(text.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+                      "\"parameters\": {\"type\": \"object\", \"properties\""),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", "
                       "\"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>"),
