@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cli_runner.h"
 #include "fixtures.h"
@@ -175,6 +176,46 @@ TEST(GenerateCli, QuantizedCheckpointEqualsQuantizingAtLoad) {
       "-m " + stories() + " --quantize w4a8-g32 -p 'Once upon a time' -n 40 --temp 0");
   EXPECT_EQ(from_checkpoint["generated_ids"], at_load["generated_ids"]);
   EXPECT_EQ(from_checkpoint["generated_ids"].size(), 40u);
+}
+
+TEST(GenerateCli, ConstrainedOutputs) {
+  ScratchDir scratch;
+  const std::string schema = scratch.file("schema.json"), grammar = scratch.file("list.gbnf");
+  write_file(schema, R"({"type": "object", "properties": {"n": {"type": "integer",
+      "minimum": 0, "maximum": 99}, "w": {"enum": ["cat", "dog"]}}, "required": ["n", "w"],
+      "additionalProperties": false})");
+  write_file(grammar, "root ::= \"(\" [0-9] (\"+\" [0-9]){0,3} \")\"\n");
+  const std::string base = "-m " + stories() + " -p 'Once upon a time' -n 60 --temp 1.2 ";
+  for (int seed = 0; seed < 4; ++seed) {
+    const std::string seeded = base + "--seed " + std::to_string(seed) + " ";
+    const nlohmann::json object = nlohmann::json::parse(
+        generate_json(seeded + "--json-schema " + schema)["text"].get<std::string>());
+    EXPECT_TRUE(object["n"].is_number_integer() && object["n"] >= 0 && object["n"] <= 99) << object;
+    EXPECT_TRUE(object["w"] == "cat" || object["w"] == "dog") << object;
+    EXPECT_EQ(object.size(), 2u) << object;
+    const nlohmann::json sum = generate_json(seeded + "--grammar " + grammar);
+    EXPECT_TRUE(
+        std::regex_match(sum["text"].get<std::string>(), std::regex(R"(\([0-9](\+[0-9]){0,3}\))")))
+        << sum["text"];
+    EXPECT_EQ(sum["finish_reason"], "stop");
+    const nlohmann::json date = generate_json(seeded + "--regex '[0-9]{4}-(0[1-9]|1[0-2])'");
+    EXPECT_TRUE(
+        std::regex_match(date["text"].get<std::string>(), std::regex("[0-9]{4}-(0[1-9]|1[0-2])")))
+        << date["text"];
+    const std::string choice =
+        generate_json(seeded + "--choice 'a cat' --choice 'a dog' --choice fish")["text"];
+    EXPECT_TRUE(choice == "a cat" || choice == "a dog" || choice == "fish") << choice;
+  }
+  for (const auto& [options, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--json-schema /nonexistent/s.json",
+            "option --json-schema: cannot read /nonexistent/s.json"},
+           {"--grammar " + schema, "option --grammar " + schema + ": grammar"},
+           {"--regex '(a'", "option --regex: regex"},
+           {"--regex a --grammar " + grammar, "options --regex and --grammar"}}) {
+    const CliResult r = run_dq4("generate " + base + options);
+    EXPECT_EQ(r.exit_code, 1) << options;
+    EXPECT_NE(r.err.find(message), std::string::npos) << options << ": " << r.err;
+  }
 }
 
 TEST(GenerateCli, Errors) {

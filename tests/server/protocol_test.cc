@@ -221,8 +221,8 @@ TEST(ChatRequest, BadFieldsAre400sNamingTheField) {
                     "tools[0].function", "object");
   expect_chat_error({{"messages", kMessages}, {"tool_choice", "required"}}, "tool_choice",
                     "needs 'tools'");
-  expect_chat_error({{"messages", kMessages}, {"response_format", {{"type", "json_object"}}}},
-                    "response_format", "not supported");
+  expect_chat_error({{"messages", kMessages}, {"response_format", {{"type", "json_xml"}}}},
+                    "response_format.type", "json_xml");
   expect_chat_error({{"messages", kMessages}, {"prompt", "x"}}, "prompt", "Unrecognized");
   expect_chat_error({{"messages", kMessages}, {"max_completion_tokens", -1}},
                     "max_completion_tokens", "between");

@@ -5,6 +5,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "constraint_options.h"
 #include "dq4/engine/offline_engine.h"
 #include "dq4/kernels/error.h"
 #include "model_options.h"
@@ -33,10 +34,14 @@ int run_generate(int argc, char** argv, int first) {
   Args args("generate",
             "Generates text from a prompt with a model directory (Hugging Face or\n"
             "compressed-tensors), streaming it to stdout, then prints prompt and decode speed,\n"
-            "time to first token, load time and peak memory on stderr (--json: one object).");
+            "time to first token, load time and peak memory on stderr (--json: one object).\n"
+            "--json-schema, --regex, --grammar or --choice constrain the output: tokens that\n"
+            "cannot continue a match are never sampled, and the output ends (finish: stop) as\n"
+            "soon as nothing but its end may follow.");
   declare_model_options(args);
   declare_prompt_options(args);
   declare_request_options(args);
+  declare_constraint_options(args);
   args.option("logprobs", "N", "with --json: each token's logprob and the N most likely (0-20)");
   args.option("ctx", "N", "context size in tokens (prompt + output)", "4096");
   args.option("json", "", "print one JSON object (ids, text, speeds) instead of streaming");
@@ -51,12 +56,21 @@ int run_generate(int argc, char** argv, int first) {
   }
   Request request = request_options(args);
   request.logprobs = logprobs;
+  const std::optional<constrain::ConstraintSpec> constraint = constraint_spec(args);
   const int64_t ctx = args.integer("ctx");
   if (ctx <= 0) throw Error("option --ctx: must be positive");
 
   LoadedModel loaded = load_model(args, /*need_tokenizer=*/true, /*quiet=*/json);
   const Model& model = *loaded.model;
   check_stop_token_ids(request, model);
+  if (constraint) {
+    constrain::Compiler compiler(*loaded.tokenizer, model.vocab_size(), model.eos_ids(), 0);
+    try {
+      request.constraint = compiler.compile(*constraint);
+    } catch (const constrain::ConstraintError& e) {
+      throw Error(constraint_source(args, *constraint) + ": " + e.what());
+    }
+  }
   std::vector<TokenId> prompt = prompt_ids(args, *loaded.tokenizer);
   if (prompt.empty()) throw Error("the prompt is empty");
   OfflineEngine engine(*loaded.model, *loaded.tokenizer,
