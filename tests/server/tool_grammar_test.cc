@@ -9,8 +9,10 @@
 #include <string>
 
 #include "../constrain/gbnf_acceptor.h"
+#include "../fixtures.h"
 #include "chat_tools.h"
 #include "dq4/constrain/constraint.h"
+#include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4::server {
 namespace {
@@ -96,6 +98,31 @@ TEST(ToolGrammar, UnsupportedSchemaKeywordIsNamed) {
   } catch (const constrain::ConstraintError& e) {
     EXPECT_NE(std::string(e.what()).find("not"), std::string::npos) << e.what();
   }
+}
+
+// On Qwen3's real vocabulary the grammar lets the model write <tool_call> as the one token it
+// was trained to write, not only spelled out in pieces.
+TEST(ToolGrammar, Qwen3MayWriteItsToolCallToken) {
+  const Tokenizer tokenizer = Tokenizer::from_directory(test::fixture_path("tokenizer-qwen3"));
+  const std::optional<TokenId> open = tokenizer.token_to_id("<tool_call>");
+  ASSERT_TRUE(open);
+  constrain::Compiler compiler(tokenizer, 151936, {*tokenizer.eos_id()});
+  constrain::ConstraintSpec spec;
+  spec.kind = constrain::ConstraintSpec::Kind::grammar;
+  spec.text = tool_call_grammar(ToolFormat::hermes, weather_tools(ChatTools::Choice::named, true));
+  const auto matcher = compiler.compile(spec)->matcher();
+  std::vector<uint64_t> mask((151936 + 63) / 64);
+  matcher->fill_mask(mask);
+  EXPECT_TRUE(mask[*open / 64] >> (*open % 64) & 1);
+  const std::optional<TokenId> lt = tokenizer.token_to_id("<");
+  ASSERT_TRUE(lt);
+  EXPECT_TRUE(mask[*lt / 64] >> (*lt % 64) & 1);
+  EXPECT_FALSE(mask[*tokenizer.eos_id() / 64] >> (*tokenizer.eos_id() % 64) & 1);
+  ASSERT_TRUE(matcher->accept(*open));
+  for (TokenId id : tokenizer.encode(
+           "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>"))
+    ASSERT_TRUE(matcher->accept(id)) << id;
+  EXPECT_TRUE(matcher->can_end());
 }
 
 }  // namespace
