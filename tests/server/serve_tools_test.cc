@@ -286,5 +286,16 @@ TEST_F(ServeToolsHermes, BadToolRequestsAre400sNamingTheField) {
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
+TEST_F(ServeToolsHermes, UnknownParsersAreRefusedBeforeTheModelLoads) {
+  for (const std::string option : {"--tool-call-parser pythonic", "--reasoning-parser granite"}) {
+    const CliResult r = run_dq4("serve " + shell_quote(*model_) + " --port 0 " + option);
+    EXPECT_NE(r.exit_code, 0) << option;
+    EXPECT_NE(r.err.find("unknown"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("option " + option.substr(0, option.find(' '))), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(option.substr(option.find(' ') + 1)), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace dq4::test

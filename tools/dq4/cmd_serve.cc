@@ -145,10 +145,14 @@ int run_serve(int argc, char** argv, int first) {
   server_options.max_body_bytes = args.byte_size("max-body-size");
   server_options.tool_call_parser = args.value("tool-call-parser");
   server_options.reasoning_parser = args.value("reasoning-parser");
-  try {
-    check_parsers(server_options);
-  } catch (const Error& e) {
-    throw Error(std::string("option --tool-call-parser / --reasoning-parser: ") + e.what());
+  for (const std::string name : {"tool-call-parser", "reasoning-parser"}) {
+    ServerOptions one;  // checked one at a time: the error names its option
+    (name == "tool-call-parser" ? one.tool_call_parser : one.reasoning_parser) = args.value(name);
+    try {
+      check_parsers(one);
+    } catch (const Error& e) {
+      throw Error("option --" + name + ": " + e.what());
+    }
   }
   server_options.http_threads = static_cast<int>(positive_int(args, "http-threads", 64));
   server_options.max_connections = positive_int(args, "max-connections", 1 << 20);
