@@ -53,6 +53,11 @@ targets+=(http_request_fuzz)
 seeds_http_request_fuzz=("$root"/fuzz/seeds/http_request_fuzz/*)
 dict_http_request_fuzz="$root/fuzz/http_request.dict"
 max_len_http_request_fuzz=8192
+# The constraint converters (JSON schema, regex, choice) to GBNF: the first byte picks one.
+targets+=(to_gbnf_fuzz)
+seeds_to_gbnf_fuzz=("$root"/fuzz/seeds/to_gbnf_fuzz/*)
+dict_to_gbnf_fuzz="$root/fuzz/to_gbnf.dict"
+max_len_to_gbnf_fuzz=4096
 # libFuzzer checks for leaks after every input whose mallocs and frees differ, which with a live
 # server's threads is nearly every input: each check scanned the whole heap (model, tokenizer,
 # server), most of the run. ASan still reports any leak when the target exits.

@@ -65,6 +65,31 @@ TEST(Cli, UnknownDq4IsaIsAClearError) {
   EXPECT_NE(r.err.find("DQ4_ISA='sse9' names no kernel"), std::string::npos) << r.err;
 }
 
+#if defined(__x86_64__)
+// `dq4 info` says whether AMX is usable and why not; DQ4_ISA=amx runs it where it is and is an
+// error naming that reason where it is not; the tile model is always there by name.
+TEST(Cli, InfoSaysWhyAmxIsOffAndDq4IsaAmxFollowsIt) {
+  const CliResult info = run("info");
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const size_t at = info.out.find("\namx: ");
+  ASSERT_NE(at, std::string::npos) << info.out;
+  const size_t begin = at + 6;
+  const std::string status = info.out.substr(begin, info.out.find('\n', begin) - begin);
+  const CliResult forced = run("DQ4_ISA=amx", "info");
+  if (status == "usable") {
+    EXPECT_EQ(forced.exit_code, 0) << forced.err;
+    EXPECT_NE(forced.out.find("w4a8 kernel chosen: amx "), std::string::npos) << forced.out;
+  } else {
+    EXPECT_EQ(forced.exit_code, 1) << forced.out;
+    EXPECT_NE(forced.err.find("kernel 'amx' needs"), std::string::npos) << forced.err;
+    EXPECT_NE(forced.err.find("; AMX: " + status), std::string::npos) << forced.err;
+  }
+  const CliResult model = run("DQ4_ISA=amx_model", "info");
+  EXPECT_EQ(model.exit_code, 0) << model.err;
+  EXPECT_NE(model.out.find("w4a8 kernel chosen: amx_model "), std::string::npos) << model.out;
+}
+#endif
+
 TEST(Cli, UnknownOptionIsAClearError) {
   const CliResult r = run("info --bogus");
   EXPECT_EQ(r.exit_code, 1);

@@ -11,6 +11,7 @@
 #include <sys/auxv.h>
 #endif
 
+#include "../src/kernels/family.h"
 #include "dq4/kernels/cpu_features.h"
 #include "dq4/kernels/error.h"
 #include "dq4/kernels/w4a8.h"
@@ -107,6 +108,7 @@ TEST(CpuDispatch, FeaturesMatchTheArchitecture) {
       {f.avx512f, "avx512f"},   {f.avx512bw, "avx512bw"},
       {f.avx512vl, "avx512vl"}, {f.avx512_vnni, "avx512_vnni"},
       {f.avx_vnni, "avx_vnni"}, {f.avx512_bf16, "avx512_bf16"},
+      {f.amx_tile, "amx_tile"}, {f.amx_int8, "amx_int8"},
       {f.neon, "neon"},         {f.neon_dotprod, "dotprod"},
       {f.neon_i8mm, "i8mm"},    {f.neon_bf16, "bf16"}};
   std::set<std::string> expected;
@@ -118,6 +120,57 @@ TEST(CpuDispatch, FeaturesMatchTheArchitecture) {
   for (std::string w; words >> w;) named.insert(w);
   EXPECT_EQ(named, expected) << f.to_string();
 }
+
+// A kernel marked `automatic = false` (the AMX tile model) is chosen only by name, even where it
+// is the last (best) supported kernel of its family.
+struct FakeKernel {
+  const char* name;
+  const char* variant;
+  const char* needs;
+  bool (*supported)(const CpuFeatures&);
+  bool automatic = true;
+};
+bool always(const CpuFeatures&) { return true; }
+
+TEST(CpuDispatch, KernelsNotAutomaticAreChosenOnlyByName) {
+  const FakeKernel plain{"reference", "plain", "nothing", always};
+  const FakeKernel model{"amx_model", "model", "nothing", always, false};
+  const KernelFamily<FakeKernel> family("w4a8", {&plain, &model});
+  EXPECT_EQ(&family.select(""), &plain);
+  EXPECT_EQ(&family.select("amx_model"), &model);
+}
+
+#if defined(__x86_64__)
+// AMX counts only with the OS's permission (requested by the probe); otherwise the status says
+// why, and the amx kernel is refused by name and never chosen.
+TEST(CpuDispatch, AmxIsUsableOnlyWithPermissionAndSaysWhyNot) {
+  const CpuFeatures& f = cpu_features();
+  const w4a8::Kernel* amx = w4a8::family().find("amx");
+  ASSERT_NE(amx, nullptr);
+  EXPECT_EQ(f.amx_int8, f.amx_status == "usable") << f.amx_status;
+  EXPECT_FALSE(f.amx_status.empty());
+  EXPECT_EQ(w4a8::family().supported(*amx), f.amx_int8 && f.avx512_vnni);
+  if (!f.amx_int8) {
+    EXPECT_NE(&w4a8::family().select(""), amx);
+    try {
+      w4a8::family().select("amx");
+      ADD_FAILURE() << "amx selected without AMX: " << f.amx_status;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("amx_int8"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The tile model runs anywhere but only when named: it must never be the automatic choice.
+TEST(CpuDispatch, AmxModelIsChosenOnlyByName) {
+  const w4a8::Kernel* model = w4a8::family().find("amx_model");
+  ASSERT_NE(model, nullptr);
+  EXPECT_TRUE(w4a8::family().supported(*model));
+  EXPECT_NE(&w4a8::family().select(""), model);
+  EXPECT_EQ(&w4a8::family().select("amx_model"), model);
+  EXPECT_EQ(&w4a8::family().select("w4a8:amx_model"), model);
+}
+#endif
 
 }  // namespace
 }  // namespace dq4

@@ -55,8 +55,9 @@ std::string JsonRules::ref(Kind kind) {
     case K::number:
       // JSON's number with at most 16 digits before and after the point (a double's precision)
       // so that a model cannot write digits forever.
-      body = R"("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )? )" +
-             ref(K::ws);
+      body =
+          R"("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )? )" +
+          ref(K::ws);
       break;
     case K::integer:
       body = R"("-"? ( "0" | [1-9] [0-9]{0,15} ) )" + ref(K::ws);

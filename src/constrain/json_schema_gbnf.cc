@@ -14,9 +14,9 @@
 #include "dq4/constrain/constraint.h"
 #include "dq4/constrain/to_gbnf.h"
 #include "gbnf_writer.h"
-#include "integer_range.h"
 #include "json_rules.h"
 #include "key_exclusion.h"
+#include "numeric_range.h"
 #include "regex_gbnf.h"
 #include "schema_keywords.h"
 #include "string_formats.h"
@@ -138,15 +138,18 @@ class SchemaConverter {
       return rules_.shared("any-of", out);  // a rule: nested anyOf never nests parentheses
     }
     const std::vector<std::string> types = declared_types(schema, path);
-    if (schema.contains("enum") || schema.contains("const")) return enumeration(schema, types, path);
+    if (schema.contains("enum") || schema.contains("const"))
+      return enumeration(schema, types, path);
 
+    const std::vector<std::string> kinds = types.empty() ? implied_types(schema) : types;
+    if (kinds.empty()) return json_.ref(K::value);
+    if (kinds.size() == 1) return typed(schema, kinds[0], path, depth);
     std::string out;
-    for (const auto& type : types.empty() ? implied_types(schema) : types) {
+    for (const auto& type : kinds) {
       if (!out.empty()) out += " | ";
       out += typed(schema, type, path, depth);
     }
-    if (out.empty()) return json_.ref(K::value);
-    return rules_.shared("typed", out);
+    return rules_.shared("types", out);
   }
 
   void check_keywords(const Json& schema, const std::string& path) {
@@ -174,7 +177,7 @@ class SchemaConverter {
     const Json& type = schema["type"];
     const Json list = type.is_array() ? type : Json::array({type});
     for (const auto& t : list) {
-      static const std::set<std::string> known = {"null",   "boolean", "string", "number",
+      static const std::set<std::string> known = {"null",    "boolean", "string", "number",
                                                   "integer", "object",  "array"};
       if (!t.is_string() || known.count(t.get<std::string>()) == 0) {
         refuse("unknown type " + t.dump(), path + "/type");
@@ -196,7 +199,7 @@ class SchemaConverter {
       return false;
     };
     if (any({"properties", "required", "additionalProperties"})) types.push_back("object");
-    if (any({"items", "minItems", "maxItems"})) types.push_back("array");
+    if (any({"items", "prefixItems", "minItems", "maxItems"})) types.push_back("array");
     if (any({"pattern", "format", "minLength", "maxLength"})) types.push_back("string");
     if (any({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) {
       types.push_back("number");
@@ -231,12 +234,7 @@ class SchemaConverter {
     if (type == "boolean") return json_.ref(K::boolean);
     if (type == "string") return string_schema(schema, path);
     if (type == "integer") return integer_schema(schema, path);
-    if (type == "number") {
-      for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-        if (schema.contains(k)) refuse(std::string("keyword '") + k + "' on a number", path);
-      }
-      return json_.ref(K::number);
-    }
+    if (type == "number") return number_schema(schema, path);
     if (type == "array") return array_schema(schema, path, depth);
     return object_schema(schema, path, depth);
   }
@@ -321,25 +319,84 @@ class SchemaConverter {
     }
   }
 
+  // Bounds on a number: integers only (what covers most schemas and keeps the grammar simple).
+  std::optional<NumberBound> number_bound(const Json& schema, const char* key,
+                                          const std::string& path) {
+    if (!schema.contains(key)) return std::nullopt;
+    const Json& v = schema[key];
+    if (!of_type(v, "integer")) {
+      refuse(std::string("keyword '") + key + "' on a number with a bound that is not an integer",
+             path);
+    }
+    const double x = std::clamp(v.get<double>(), -1e17, 1e17);
+    return NumberBound{static_cast<int64_t>(x), std::string(key).rfind("exclusive", 0) == 0};
+  }
+
+  std::string number_schema(const Json& schema, const std::string& path) {
+    std::optional<NumberBound> lo = number_bound(schema, "minimum", path);
+    std::optional<NumberBound> hi = number_bound(schema, "maximum", path);
+    if (auto x = number_bound(schema, "exclusiveMinimum", path)) {
+      if (!lo || x->value >= lo->value) lo = x;
+    }
+    if (auto x = number_bound(schema, "exclusiveMaximum", path)) {
+      if (!hi || x->value <= hi->value) hi = x;
+    }
+    if (!lo && !hi) return json_.ref(K::number);
+    try {
+      return number_range_gbnf(lo, hi) + " " + ws();
+    } catch (const ConstraintError& e) {
+      refuse(e.what(), path);
+    }
+  }
+
+  // An array: the tuple's elements first (prefixItems, or draft 7's items array), all of them as
+  // far as maxItems allows, then elements of the rest's schema (items, or additionalItems after
+  // an items array) as minItems and maxItems want.
   std::string array_schema(const Json& schema, const std::string& path, int depth) {
-    const int min = count(schema, "minItems", path).value_or(0);
+    int min = count(schema, "minItems", path).value_or(0);
     std::optional<int> max = count(schema, "maxItems", path);
     if (max && *max < min) refuse("maxItems below minItems", path);
+    const Json* tuple = nullptr;
+    std::string tuple_key = "prefixItems";
+    const char* rest_key = "items";
+    if (schema.contains("prefixItems")) {
+      tuple = &schema["prefixItems"];
+    } else if (schema.contains("items") && schema["items"].is_array()) {
+      tuple = &schema["items"];
+      tuple_key = "items";
+      rest_key = "additionalItems";
+    }
+    if (tuple != nullptr && !tuple->is_array()) refuse(tuple_key + " must be an array", path);
+
+    const std::string comma = "\",\" " + ws() + " ";
+    std::string first;  // the tuple's elements, comma-separated
+    int written = 0;
+    if (tuple != nullptr) {
+      const size_t k = std::min<size_t>(tuple->size(), max ? static_cast<size_t>(*max) : SIZE_MAX);
+      for (size_t i = 0; i < k; ++i) {
+        const std::string at = path + "/" + tuple_key + "/" + std::to_string(i);
+        first += (i == 0 ? "" : comma) + visit((*tuple)[i], at, "", depth + 1) + " ";
+      }
+      written = static_cast<int>(k);
+      min = std::max(min - written, 0);
+      if (max) *max -= written;
+    }
     std::string item = json_.ref(K::value);
-    if (schema.contains("items")) {
-      const Json& items = schema["items"];
-      if (items.is_array()) refuse("items as an array (tuple) is not supported", path + "/items");
-      if (items == Json(false)) {
-        if (min > 0) refuse("minItems above 0 with items false", path);
+    if (schema.contains(rest_key)) {
+      const Json& rest = schema[rest_key];
+      if (rest == Json(false)) {
+        if (min > 0)
+          refuse(std::string("minItems needs more items than ") + rest_key + " false allows", path);
         max = 0;
       } else {
-        item = rules_.shared("item", visit(items, path + "/items", "", depth + 1));
+        item = rules_.shared("item", visit(rest, path + "/" + rest_key, "", depth + 1));
       }
     }
     const std::string open = "\"[\" " + ws() + " ";
     const std::string close = "\"]\" " + ws();
-    if (max && *max == 0) return open + close;
-    const std::string next = rules_.shared("next-item", "\",\" " + ws() + " " + item);
+    if (max && *max == 0) return open + first + close;
+    const std::string next = rules_.shared("next-item", comma + item);
+    if (written > 0) return open + first + next + repetition(min, max) + " " + close;
     std::optional<int> more;
     if (max) more = *max - 1;
     std::string items = item + " " + next + repetition(std::max(min - 1, 0), more);
@@ -381,15 +438,21 @@ class SchemaConverter {
         continue;
       }
       const std::string key = gbnf_literal(Json(name).dump()) + " " + ws() + " \":\" " + ws();
-      members.push_back({key + " " + visit(property, at, "", depth + 1), required.count(name) != 0});
+      members.push_back(
+          {key + " " + visit(property, at, "", depth + 1), required.count(name) != 0});
     }
 
-    // Other properties: only where additionalProperties allows them (absent means no, as in
-    // OpenAI's strict mode and xgrammar), after the declared ones, under any other name.
+    // Without properties or additionalProperties: any object (as llama.cpp reads it).
+    if (!schema.contains("properties") && !schema.contains("additionalProperties") &&
+        required.empty()) {
+      return json_.ref(K::object);
+    }
+    // Other properties: only where additionalProperties allows them (absent means no beside
+    // properties, as in OpenAI's strict mode, llama.cpp and xgrammar's default), after the
+    // declared ones, under any other name.
     std::string extra;
-    const Json* additional = schema.contains("additionalProperties")
-                                 ? &schema["additionalProperties"]
-                                 : nullptr;
+    const Json* additional =
+        schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
     if (additional != nullptr && *additional != Json(false)) {
       const std::string value =
           *additional == Json(true)
@@ -404,8 +467,8 @@ class SchemaConverter {
     std::vector<std::string> tail(members.size() + 1);
     if (!extra.empty()) tail.back() = rules_.shared("extra-members", "( " + comma + extra + " )*");
     for (size_t k = members.size(); k-- > 0;) {
-      std::string body = members[k].required ? comma + members[k].text
-                                             : "( " + comma + members[k].text + " )?";
+      std::string body =
+          members[k].required ? comma + members[k].text : "( " + comma + members[k].text + " )?";
       if (!tail[k + 1].empty()) body += " " + tail[k + 1];
       tail[k] = rules_.shared("members", body);
     }
@@ -430,14 +493,15 @@ class SchemaConverter {
     return key_excluding_gbnf(names, rules_, json_);
   }
 
-  std::string ref_rule(const std::string& pointer, const std::string& path,
-                       const std::string& head, int depth) {
+  std::string ref_rule(const std::string& pointer, const std::string& path, const std::string& head,
+                       int depth) {
     if (!head.empty()) head_refs_[head].insert(pointer);
     auto it = refs_.find(pointer);
     if (it != refs_.end()) return rules_.ref(it->second);
     const Json& target = resolve(pointer, path);
     const size_t slash = pointer.rfind('/');
-    const std::string name = rules_.fresh_name(pointer.substr(slash == std::string::npos ? 0 : slash + 1));
+    const std::string name =
+        rules_.fresh_name(pointer.substr(slash == std::string::npos ? 0 : slash + 1));
     refs_[pointer] = name;
     rules_.define(name, visit(target, pointer, pointer, depth + 1));
     return rules_.ref(name);
@@ -458,8 +522,8 @@ class SchemaConverter {
       if (at->is_object() && at->contains(token)) {
         at = &(*at)[token];
       } else if (at->is_array() && !token.empty() &&
-                 token.find_first_not_of("0123456789") == std::string::npos &&
-                 token.size() < 10 && std::stoul(token) < at->size()) {
+                 token.find_first_not_of("0123456789") == std::string::npos && token.size() < 10 &&
+                 std::stoul(token) < at->size()) {
         at = &(*at)[std::stoul(token)];
       } else {
         refuse("$ref '" + pointer + "' names nothing in the schema", path);

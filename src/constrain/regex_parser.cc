@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "dq4/constrain/constraint.h"
+#include "gbnf_writer.h"
 #include "regex_ast.h"
 
 namespace dq4::constrain {

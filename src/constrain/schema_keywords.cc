@@ -1,28 +1,58 @@
 #include "schema_keywords.h"
 
 #include <algorithm>
-#include <array>
+#include <iterator>
 
 namespace dq4::constrain {
 
 bool refused_keyword(std::string_view key) {
-  static constexpr std::array<std::string_view, 21> kRefused = {
-      "not",           "if",           "then",           "else",
-      "patternProperties", "dependentSchemas", "dependentRequired", "dependencies",
-      "propertyNames", "minProperties", "maxProperties", "unevaluatedProperties",
-      "unevaluatedItems", "contains", "minContains", "maxContains",
-      "multipleOf",    "additionalItems", "prefixItems", "$dynamicRef",
-      "$recursiveRef"};
-  return std::find(kRefused.begin(), kRefused.end(), key) != kRefused.end();
+  static constexpr std::string_view kRefused[] = {"not",
+                                                  "if",
+                                                  "then",
+                                                  "else",
+                                                  "patternProperties",
+                                                  "dependentSchemas",
+                                                  "dependentRequired",
+                                                  "dependencies",
+                                                  "propertyNames",
+                                                  "minProperties",
+                                                  "maxProperties",
+                                                  "unevaluatedProperties",
+                                                  "unevaluatedItems",
+                                                  "contains",
+                                                  "minContains",
+                                                  "maxContains",
+                                                  "multipleOf",
+                                                  "$dynamicRef",
+                                                  "$recursiveRef"};
+  return std::find(std::begin(kRefused), std::end(kRefused), key) != std::end(kRefused);
 }
 
 bool assertion_keyword(std::string_view key) {
-  static constexpr std::array<std::string_view, 21> kAssertions = {
-      "type",      "enum",      "const",     "properties", "required",  "additionalProperties",
-      "items",     "minItems",  "maxItems",  "minLength",  "maxLength", "pattern",
-      "format",    "minimum",   "maximum",   "exclusiveMinimum", "exclusiveMaximum",
-      "anyOf",     "oneOf",     "allOf",     "$ref"};
-  return std::find(kAssertions.begin(), kAssertions.end(), key) != kAssertions.end();
+  static constexpr std::string_view kAssertions[] = {"type",
+                                                     "enum",
+                                                     "const",
+                                                     "properties",
+                                                     "required",
+                                                     "additionalProperties",
+                                                     "items",
+                                                     "minItems",
+                                                     "maxItems",
+                                                     "minLength",
+                                                     "maxLength",
+                                                     "pattern",
+                                                     "format",
+                                                     "minimum",
+                                                     "maximum",
+                                                     "exclusiveMinimum",
+                                                     "exclusiveMaximum",
+                                                     "anyOf",
+                                                     "oneOf",
+                                                     "allOf",
+                                                     "$ref",
+                                                     "prefixItems",
+                                                     "additionalItems"};
+  return std::find(std::begin(kAssertions), std::end(kAssertions), key) != std::end(kAssertions);
 }
 
 }  // namespace dq4::constrain

@@ -42,8 +42,7 @@ void StackAutomaton::close(int32_t nfa_state, int32_t below) {
     work.pop_back();
     if (!visited_.insert(stack_key(s, under)).second) continue;
     if (visited_.size() > kMaxStacks)
-      throw ConstraintError("grammar: the text so far has more than " +
-                            std::to_string(kMaxStacks) +
+      throw ConstraintError("grammar: the text so far has more than " + std::to_string(kMaxStacks) +
                             " parses (an ambiguous grammar); constrained decoding stops here");
     const ByteGrammar::State& st = grammar_->states[static_cast<size_t>(s)];
     if (!st.bytes.empty()) reached_.push_back(stack_node(s, under));
@@ -70,7 +69,7 @@ int32_t StackAutomaton::intern(std::vector<int32_t> stacks, bool can_end) {
   const auto [it, added] = state_ids_.emplace(stacks, static_cast<int32_t>(states_.size()));
   if (added) {
     stacks.pop_back();
-    states_.push_back(State{std::move(stacks), can_end, false, {}});
+    states_.push_back(State{std::move(stacks), can_end, false, {}, -1});
     transitions_.emplace_back();
     transitions_.back().fill(kUnknown);
   }
@@ -101,6 +100,41 @@ const std::array<uint64_t, 4>& StackAutomaton::self_loops(int32_t state) {
     s.loops_known = true;
   }
   return states_[static_cast<size_t>(state)].loops;
+}
+
+}  // namespace dq4::constrain
+
+namespace dq4::constrain {
+
+bool StackAutomaton::loops_on_non_ascii(int32_t state) {
+  if (states_[static_cast<size_t>(state)].non_ascii_loop < 0) {
+    static const auto sequences = [] {
+      std::vector<std::vector<std::pair<uint8_t, uint8_t>>> out;
+      utf8_sequences(0x80, 0xD7FF, out);
+      utf8_sequences(0xE000, 0x10FFFF, out);
+      return out;
+    }();
+    bool loops = true;
+    std::vector<int32_t> at, next;
+    for (size_t q = 0; q < sequences.size() && loops; ++q) {
+      at.assign(1, state);
+      for (size_t i = 0; i < sequences[q].size() && loops; ++i) {
+        next.clear();
+        for (const int32_t from : at) {
+          for (int b = sequences[q][i].first; b <= sequences[q][i].second && loops; ++b) {
+            const int32_t to = step(from, static_cast<uint8_t>(b));
+            loops = to != kDead && (i + 1 < sequences[q].size() || to == state);
+            next.push_back(to);
+          }
+        }
+        std::sort(next.begin(), next.end());
+        next.erase(std::unique(next.begin(), next.end()), next.end());
+        at.swap(next);
+      }
+    }
+    states_[static_cast<size_t>(state)].non_ascii_loop = loops ? 1 : 0;
+  }
+  return states_[static_cast<size_t>(state)].non_ascii_loop == 1;
 }
 
 }  // namespace dq4::constrain

@@ -1,8 +1,8 @@
 #pragma once
 // The grammar's pushdown automaton run on bytes, determinized lazily: a state is a set of stacks
 // (each a persistent list of NFA states, interned so equal stacks are one id), and each state's
-// transitions on the 256 bytes are computed on first use and kept. One per matcher (not
-// thread-safe); it only grows, so state ids stay valid for rollback.
+// transitions on the 256 bytes are computed on first use and kept. Not thread-safe; it only
+// grows, so state ids stay valid for rollback.
 
 #include <array>
 #include <cstdint>
@@ -26,6 +26,7 @@ class StackAutomaton {
   explicit StackAutomaton(std::shared_ptr<const ByteGrammar> grammar);
 
   int32_t initial() const { return initial_; }
+  size_t state_count() const { return states_.size(); }
   // The state after `byte`, or kDead when no stack can take it.
   int32_t step(int32_t state, uint8_t byte) {
     const int32_t next = transitions_[static_cast<size_t>(state)][byte];
@@ -40,6 +41,8 @@ class StackAutomaton {
   bool is_final(int32_t state) const { return states_[static_cast<size_t>(state)].stacks.empty(); }
   // The bytes on which `state` steps to itself.
   const std::array<uint64_t, 4>& self_loops(int32_t state);
+  // Every non-ASCII character's UTF-8 leads from `state` back to it (free text in a string).
+  bool loops_on_non_ascii(int32_t state);
 
  private:
   static constexpr int32_t kUnknown = -2;
@@ -52,6 +55,7 @@ class StackAutomaton {
     bool can_end = false;
     bool loops_known = false;
     std::array<uint64_t, 4> loops{};
+    int8_t non_ascii_loop = -1;  // unknown
   };
   struct KeyHash {
     size_t operator()(const std::vector<int32_t>& key) const;

@@ -17,6 +17,18 @@ std::string string_format_gbnf(std::string_view format) {
   if (format == "date") return kDate;
   if (format == "time") return kTime;
   if (format == "date-time") return std::string("( ") + kDate + " ) \"T\" " + kTime;
+  if (format == "email") {
+    // A plain subset of RFC 5321 addresses: dot-separated words before the @, a domain of
+    // letter-digit-hyphen labels that neither start nor end with a hyphen.
+    const std::string word = "[a-zA-Z0-9_+-]+";
+    const std::string label = "[a-zA-Z0-9] ( [a-zA-Z0-9-]{0,61} [a-zA-Z0-9] )?";
+    return word + " ( \".\" " + word + " )* \"@\" ( " + label + " \".\" )+ " + label;
+  }
+  if (format == "ipv4") {
+    const std::string octet =
+        R"(( "25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9]? [0-9] ))";
+    return octet + " \".\" " + octet + " \".\" " + octet + " \".\" " + octet;
+  }
   if (format == "uuid") {
     return R"([0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" )"
            R"([0-9a-fA-F]{12})";

@@ -12,6 +12,39 @@ namespace {
 // at once when the automaton stays where it is on every one of them (free text in a string).
 constexpr uint32_t kByteSetMinNodes = 16;
 
+// valid[d]: bytes[d..] is well-formed UTF-8 but for a last character cut short.
+void utf8_suffixes(const std::string& bytes, std::vector<uint8_t>& valid) {
+  const size_t n = bytes.size();
+  valid.assign(n + 1, 0);
+  valid[n] = 1;
+  for (size_t d = n; d-- > 0;) {
+    const auto lead = static_cast<uint8_t>(bytes[d]);
+    size_t length = 0;
+    uint8_t lo = 0x80, hi = 0xBF;  // the second byte's range
+    if (lead < 0x80) {
+      length = 1;
+    } else if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) lo = 0xA0;
+      if (lead == 0xED) hi = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) lo = 0x90;
+      if (lead == 0xF4) hi = 0x8F;
+    }
+    if (length == 0) continue;
+    bool ok = true;
+    size_t i = 1;
+    for (; i < length && d + i < n && ok; ++i) {
+      const auto c = static_cast<uint8_t>(bytes[d + i]);
+      ok = i == 1 ? c >= lo && c <= hi : c >= 0x80 && c <= 0xBF;
+    }
+    valid[d] = ok && (d + length >= n || valid[d + length]);
+  }
+}
+
 }  // namespace
 
 Vocabulary::Vocabulary(const Tokenizer& tokenizer, int64_t vocab_size, std::vector<TokenId> eos_ids)
@@ -38,6 +71,7 @@ Vocabulary::Vocabulary(const Tokenizer& tokenizer, int64_t vocab_size, std::vect
   });
 
   std::vector<uint32_t> path;  // the nodes of the previous token's bytes
+  std::vector<uint8_t> valid;
   std::vector<uint32_t> parent;
   const std::string* previous = nullptr;
   for (const TokenId id : order) {
@@ -55,15 +89,17 @@ Vocabulary::Vocabulary(const Tokenizer& tokenizer, int64_t vocab_size, std::vect
       parent.push_back(path.empty() ? std::numeric_limits<uint32_t>::max() : path.back());
       path.push_back(static_cast<uint32_t>(nodes_.size()));
       nodes_.push_back(Node{0, static_cast<uint32_t>(trie_tokens_.size()), -1,
-                            static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d])});
+                            static_cast<uint16_t>(d + 1), static_cast<uint8_t>(bytes[d]), true});
     }
+    utf8_suffixes(bytes, valid);
+    for (size_t d = 0; d < path.size(); ++d) nodes_[path[d]].utf8_below &= valid[d + 1] != 0;
     trie_tokens_.push_back(id);
     max_depth_ = std::max(max_depth_, bytes.size());
     previous = &bytes;
   }
   for (const uint32_t n : path) nodes_[n].subtree_end = static_cast<uint32_t>(nodes_.size());
   nodes_.push_back(Node{static_cast<uint32_t>(nodes_.size() + 1),
-                        static_cast<uint32_t>(trie_tokens_.size()), -1, 0, 0});
+                        static_cast<uint32_t>(trie_tokens_.size()), -1, 0, 0, true});
 
   // The bytes below each node, gathered from the leaves up; kept for the large subtrees only.
   const size_t count = nodes_.size() - 1;

@@ -33,6 +33,7 @@ class Vocabulary {
     int32_t byte_set;      // index into byte_sets (the bytes below this node), or -1
     uint16_t depth;        // bytes from the root (the root itself is not a node)
     uint8_t byte;
+    bool utf8_below;  // below this node every token goes on in whole characters (its last cut)
   };
   using ByteSet = std::array<uint64_t, 4>;
   const std::vector<Node>& nodes() const { return nodes_; }

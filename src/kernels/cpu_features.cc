@@ -1,5 +1,7 @@
 #include "dq4/kernels/cpu_features.h"
 
+#include "amx/os_permission.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #elif defined(__aarch64__)
@@ -16,8 +18,23 @@ uint64_t read_xcr0() {
   return (uint64_t{edx} << 32) | eax;
 }
 
+// XCR0 bits 17 and 18: the OS saves the tile configuration and data.
+void probe_amx(CpuFeatures& f, bool tile, bool int8, uint64_t xcr0) {
+  if (!tile || !int8) {
+    f.amx_status = "no AMX-INT8 on this CPU";
+  } else if ((xcr0 & (uint64_t{3} << 17)) != (uint64_t{3} << 17)) {
+    f.amx_status = "the OS does not enable the tile state (XCR0)";
+  } else if (const std::string refused = amx::request_tile_permission(); !refused.empty()) {
+    f.amx_status = refused;
+  } else {
+    f.amx_tile = f.amx_int8 = true;
+    f.amx_status = "usable";
+  }
+}
+
 CpuFeatures probe() {
   CpuFeatures f;
+  f.amx_status = "no AMX-INT8 on this CPU";
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
   const bool osxsave = (ecx >> 27) & 1;
@@ -37,6 +54,7 @@ CpuFeatures probe() {
     f.avx512vl = (ebx >> 31) & 1;
     f.avx512_vnni = (ecx >> 11) & 1;
   }
+  probe_amx(f, (edx >> 24) & 1, (edx >> 25) & 1, xcr0);
   unsigned max_subleaf = eax;
   if (max_subleaf >= 1) {
     __cpuid_count(7, 1, eax, ebx, ecx, edx);
@@ -77,6 +95,8 @@ std::string CpuFeatures::to_string() const {
   add(avx512_vnni, "avx512_vnni");
   add(avx_vnni, "avx_vnni");
   add(avx512_bf16, "avx512_bf16");
+  add(amx_tile, "amx_tile");
+  add(amx_int8, "amx_int8");
   add(neon, "neon");
   add(neon_dotprod, "dotprod");
   add(neon_i8mm, "i8mm");

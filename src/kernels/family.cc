@@ -12,8 +12,8 @@ namespace {
 // only another family has is told apart from a typo. A family adding a kernel name adds it here.
 constexpr std::string_view kFamilies[] = {"w4a8", "w4a16", "dense", "attention"};
 constexpr std::string_view kKernelNames[] = {
-    "reference",   "avx2", "avx_vnni",     "avx512f",   "avx512_vnni",
-    "avx512_bf16", "neon", "neon_dotprod", "neon_i8mm", "neon_bf16"};
+    "reference", "avx2",      "avx_vnni", "avx512f",      "avx512_vnni", "avx512_bf16",
+    "amx",       "amx_model", "neon",     "neon_dotprod", "neon_i8mm",   "neon_bf16"};
 
 template <class List>
 bool contains(const List& list, std::string_view name) {
@@ -75,8 +75,12 @@ uint8_t* thread_scratch(size_t bytes) {
 }
 
 std::string unsupported_reason(const char* name, const char* needs) {
+  // AMX may be on the CPU yet refused by the OS: say which.
+  const std::string amx = std::string_view(needs).find("amx") != std::string_view::npos
+                              ? "; AMX: " + cpu_features().amx_status
+                              : "";
   return std::string("kernel '") + name + "' needs " + needs +
-         ", which this CPU lacks (it has: " + cpu_features().to_string() + ")";
+         ", which this CPU lacks (it has: " + cpu_features().to_string() + ")" + amx;
 }
 
 // The checks build their messages only on failure: a valid call allocates nothing.

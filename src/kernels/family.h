@@ -35,8 +35,8 @@ std::string unsupported_reason(const char* name, const char* needs);
 namespace dq4 {
 
 // KernelFamily over a descriptor with `name`, `variant`, `needs` and
-// `supported(const CpuFeatures&)`; a member `exact` set to false keeps a kernel out of the
-// automatic choice. A family's registry.cc instantiates it for its Kernel.
+// `supported(const CpuFeatures&)`; a member `exact` or `automatic` set to false keeps a kernel out
+// of the automatic choice. A family's registry.cc instantiates it for its Kernel.
 
 template <class Kernel>
 KernelFamily<Kernel>::KernelFamily(std::string_view id, std::vector<const Kernel*> kernels)
@@ -83,8 +83,11 @@ const Kernel& KernelFamily<Kernel>::select(std::string_view isa_override) const 
       throw Error("DQ4_ISA: " + kernels::unsupported_reason(k.name, k.needs));
     return k;
   }
-  for (auto it = kernels_.rbegin(); it != kernels_.rend(); ++it)
-    if (exact(**it) && (*it)->supported(cpu_features())) return **it;
+  for (auto it = kernels_.rbegin(); it != kernels_.rend(); ++it) {
+    bool automatic = true;
+    if constexpr (requires { (*it)->automatic; }) automatic = (*it)->automatic;
+    if (automatic && exact(**it) && (*it)->supported(cpu_features())) return **it;
+  }
   return *kernels_.front();
 }
 

@@ -52,7 +52,7 @@ struct HttpServer::Impl {
   HttpHandler handler;
   std::mutex mutex;
   std::list<std::weak_ptr<Connection>> connections;
-  // Connections with no request in progress, the longest idle first (under `mutex`).
+  // Connections with no request in progress (under `mutex`).
   std::list<std::weak_ptr<Connection>> idle;
   std::atomic<bool> draining{false};
   std::atomic<int64_t> open_connections{0};
@@ -113,6 +113,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void start() {
+    stamp_idle_since();
     {
       std::lock_guard lock(server_->mutex);
       registered_ = server_->connections.insert(server_->connections.end(), weak_from_this());
@@ -138,20 +139,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void shut() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
   }
-  // Makes room for a new connection: closes this one unless a request started meanwhile (then
-  // the next idle one goes instead).
+  // Makes room for a new connection: closes this one (after the response it is still writing)
+  // unless a request started meanwhile (then the next idle one goes instead).
   void evict() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
-      if (self->exchange_ || self->closed_) {
+      if (self->closed_ || (self->exchange_ && !self->exchange_written_)) {
         self->server_->evict_idle();
         return;
       }
-      self->close();
+      if (self->exchange_)
+        self->closing_ = true;  // its response is on the way: close once written
+      else
+        self->close();
     });
   }
 
   // Under server_->mutex: evict_idle() took it off the idle list.
   void left_idle_list() { idle_.reset(); }
+  // When the connection was accepted or its last response queued: what "idle the longest" is
+  // ordered by. Taken before the client can see the response, so a client that reads a reply
+  // and then opens another connection always finds this one older.
+  int64_t idle_since() const { return idle_since_.load(std::memory_order_relaxed); }
 
   // From the exchange (any thread): queue bytes; `last` ends the exchange once written.
   void post_write(std::string data, bool last) {
@@ -169,6 +177,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::optional<HttpResponse> error;  // a request that could not be read: answer and close
   };
 
+  void stamp_idle_since() {
+    idle_since_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                      std::memory_order_relaxed);
+  }
   void set_idle(bool idle) {
     std::lock_guard lock(server_->mutex);
     if (idle && !idle_) {
@@ -355,7 +367,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<char> scratch_;
   size_t discarded_ = 0;
   std::shared_ptr<ConnectionExchange> exchange_;
-  bool exchange_written_ = false;     // its last bytes are queued
+  bool exchange_written_ = false;  // its last bytes are queued
+  std::atomic<int64_t> idle_since_{0};
   std::shared_ptr<Connection> self_;  // kept alive while an exchange is in progress
   std::deque<std::string> queue_;
   std::vector<std::string> in_flight_;
@@ -470,7 +483,12 @@ void Connection::dispatch(Pending next) {
 void Connection::write(std::string data, bool last) {
   if (closed_) return;
   if (!data.empty()) queue_.push_back(std::move(data));
-  if (last) exchange_written_ = true;
+  if (last) {
+    // Idle from here: the client may read the response before the write completes.
+    exchange_written_ = true;
+    stamp_idle_since();
+    if (!closing_ && exchange_ && exchange_->keep_alive()) set_idle(true);
+  }
   do_write();
 }
 
@@ -569,14 +587,18 @@ bool HttpServer::Impl::evict_idle() {
   std::shared_ptr<Connection> oldest;
   {
     std::lock_guard lock(mutex);
-    for (auto it = idle.begin(); it != idle.end(); ++it)
-      if ((oldest = it->lock())) {  // (an expired one is being destroyed: it removes itself)
-        oldest->left_idle_list();
-        idle.erase(it);
-        break;
+    auto chosen = idle.end();
+    for (auto it = idle.begin(); it != idle.end(); ++it) {
+      auto c = it->lock();  // (an expired one is being destroyed: it removes itself)
+      if (c && (!oldest || c->idle_since() < oldest->idle_since())) {
+        oldest = std::move(c);
+        chosen = it;
       }
+    }
+    if (!oldest) return false;
+    oldest->left_idle_list();
+    idle.erase(chosen);
   }
-  if (!oldest) return false;
   oldest->evict();
   return true;
 }

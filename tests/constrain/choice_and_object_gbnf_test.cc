@@ -30,8 +30,11 @@ TEST(ChoiceGbnf, ExactlyOneChoiceWithEscapes) {
 
 TEST(ChoiceGbnf, RefusesAnEmptyListAndBadUtf8) {
   expect_error([] { choice_to_gbnf(std::vector<std::string>{}); }, "empty");
-  expect_error([] { choice_to_gbnf(std::vector<std::string>{"a", "\xC3"}); },
-               "choice 1 is not valid UTF-8");
+  expect_error(
+      [] {
+        choice_to_gbnf(std::vector<std::string>{"a", "\xC3"});
+      },
+      "choice 1 is not valid UTF-8");
 }
 
 TEST(JsonObjectGbnf, AnyObjectWithBoundedWhitespace) {

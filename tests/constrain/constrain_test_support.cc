@@ -72,13 +72,17 @@ void BruteForceAutomaton::close(Stack stack, State& out, std::set<Stack>& visite
 int BruteForceAutomaton::intern(State state) {
   if (state.stacks.empty() && !state.can_end) return -1;
   const auto [it, added] = ids_.emplace(state, static_cast<int>(states_.size()));
-  if (added) states_.push_back(std::move(state));
+  if (added) {
+    states_.push_back(std::move(state));
+    steps_.emplace_back();
+    steps_.back().fill(-2);
+  }
   return it->second;
 }
 
 int BruteForceAutomaton::step(int state, uint8_t byte) {
-  const auto key = std::make_pair(state, static_cast<int>(byte));
-  if (const auto found = steps_.find(key); found != steps_.end()) return found->second;
+  if (steps_[static_cast<size_t>(state)][byte] != -2)
+    return steps_[static_cast<size_t>(state)][byte];
   State next;
   std::set<Stack> visited;
   const std::set<Stack> stacks = states_[static_cast<size_t>(state)].stacks;
@@ -91,7 +95,7 @@ int BruteForceAutomaton::step(int state, uint8_t byte) {
     }
   }
   const int id = intern(std::move(next));
-  steps_[key] = id;
+  steps_[static_cast<size_t>(state)][byte] = id;
   return id;
 }
 

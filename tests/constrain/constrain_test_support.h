@@ -3,6 +3,7 @@
 // mask (a separate, plain simulation of the grammar's pushdown automaton with explicit stacks)
 // and sample grammars with texts they accept.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -47,7 +48,7 @@ class BruteForceAutomaton {
   const constrain::ByteGrammar& g_;
   std::vector<State> states_;
   std::map<State, int> ids_;
-  std::map<std::pair<int, int>, int> steps_;
+  std::vector<std::array<int, 256>> steps_;  // by state and byte; -2 until computed
 };
 
 // The mask a matcher must give after `state`, token by token: special tokens and tokens the

@@ -35,12 +35,12 @@ TEST(JsonSchemaGbnf, StrictModeObject) {
 TEST(JsonSchemaGbnf, OptionalPropertiesMayBeAbsent) {
   auto g = schema(R"({"type": "object", "properties": {"a": {"type": "integer"},
     "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["b"]})");
-  for (const char* ok : {R"({"b":1})", R"({"a":1,"b":2})", R"({"b":1,"c":3})",
-                         R"({"a":1, "b":2, "c":3})"}) {
+  for (const char* ok :
+       {R"({"b":1})", R"({"a":1,"b":2})", R"({"b":1,"c":3})", R"({"a":1, "b":2, "c":3})"}) {
     EXPECT_TRUE(g.accepts(ok)) << ok;
   }
-  for (const char* bad : {"{}", R"({"a":1})", R"({"c":1,"b":1})", R"({"a":1,"c":1})",
-                          R"({"b":1,})", R"({,"b":1})"}) {
+  for (const char* bad :
+       {"{}", R"({"a":1})", R"({"c":1,"b":1})", R"({"a":1,"c":1})", R"({"b":1,})", R"({,"b":1})"}) {
     EXPECT_FALSE(g.accepts(bad)) << bad;
   }
   auto none = schema(R"({"properties": {"a": {"type": "null"}, "c": {"type": "boolean"}}})");
@@ -59,14 +59,18 @@ TEST(JsonSchemaGbnf, AdditionalPropertiesNeverRepeatADeclaredName) {
   EXPECT_FALSE(g.accepts(R"({"a": 1, "a": 2})"));
   EXPECT_FALSE(g.accepts(R"({"a\"b": 1, "a\"b": 2})"));
   EXPECT_FALSE(g.accepts(R"({"zz": 1, "a": 2})"));  // declared ones come first
+  auto free_form = schema(R"({"type": "object", "description": "any object"})");
+  EXPECT_TRUE(free_form.accepts(R"({"x": [1, {"y": null}]})"));
+  EXPECT_TRUE(free_form.accepts("{}"));
+  EXPECT_FALSE(free_form.accepts("[]"));
   auto map = schema(R"({"type": "object", "additionalProperties": {"type": "integer"}})");
   EXPECT_TRUE(map.accepts(R"({"x": 1, "y": 2})"));
   EXPECT_FALSE(map.accepts(R"({"x": "s"})"));
 }
 
 TEST(JsonSchemaGbnf, ArraysWithBounds) {
-  auto g = schema(
-      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})");
+  auto g =
+      schema(R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})");
   EXPECT_TRUE(g.accepts("[1]"));
   EXPECT_TRUE(g.accepts("[1, 2, 3]"));
   EXPECT_FALSE(g.accepts("[]"));
@@ -78,6 +82,29 @@ TEST(JsonSchemaGbnf, ArraysWithBounds) {
   auto empty = schema(R"({"type": "array", "items": false})");
   EXPECT_TRUE(empty.accepts("[]"));
   EXPECT_FALSE(empty.accepts("[1]"));
+}
+
+TEST(JsonSchemaGbnf, Tuples) {
+  auto pair = schema(R"({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+    "items": false, "minItems": 2, "maxItems": 2})");
+  EXPECT_TRUE(pair.accepts(R"([1, "a"])"));
+  EXPECT_FALSE(pair.accepts(R"([1])"));
+  EXPECT_FALSE(pair.accepts(R"([1, "a", 2])"));
+  EXPECT_FALSE(pair.accepts(R"(["a", 1])"));
+  auto open = schema(R"({"prefixItems": [{"const": "x"}], "items": {"type": "null"},
+    "maxItems": 3})");
+  EXPECT_TRUE(open.accepts(R"(["x"])"));
+  EXPECT_TRUE(open.accepts(R"(["x", null, null])"));
+  EXPECT_FALSE(open.accepts(R"(["x", null, null, null])"));
+  EXPECT_FALSE(open.accepts(R"(["x", 1])"));
+  auto draft7 = schema(R"({"type": "array", "items": [{"type": "boolean"}],
+    "additionalItems": {"type": "integer"}, "minItems": 2})");
+  EXPECT_TRUE(draft7.accepts("[true, 1]"));
+  EXPECT_FALSE(draft7.accepts("[true]"));
+  EXPECT_FALSE(draft7.accepts("[1, 1]"));
+  expect_error(
+      [] { json_schema_to_gbnf(R"({"prefixItems": [{}], "items": false, "minItems": 2})"); },
+      "minItems");
 }
 
 TEST(JsonSchemaGbnf, EnumsConstsAndTypeLists) {
@@ -115,7 +142,8 @@ TEST(JsonSchemaGbnf, AnyOfOneOfAndAllOfOfOne) {
 
 TEST(JsonSchemaGbnf, ScalarsAndNumbers) {
   auto number = schema(R"({"type": "number"})");
-  for (const char* ok : {"0", "-0.25", "1.5e3", "12E-2", "7"}) EXPECT_TRUE(number.accepts(ok)) << ok;
+  for (const char* ok : {"0", "-0.25", "1.5e3", "12E-2", "7"})
+    EXPECT_TRUE(number.accepts(ok)) << ok;
   for (const char* bad : {"01", "1.", ".5", "+1", "1e", "NaN"}) {
     EXPECT_FALSE(number.accepts(bad)) << bad;
   }
@@ -131,7 +159,8 @@ TEST(JsonSchemaGbnf, IntegerBounds) {
   for (int v : {-15, -9, -1, 0, 5, 10, 99, 100, 119, 123}) {
     EXPECT_TRUE(g.accepts(std::to_string(v))) << v;
   }
-  for (int v : {-16, -20, -100, 124, 130, 200, 1000}) EXPECT_FALSE(g.accepts(std::to_string(v))) << v;
+  for (int v : {-16, -20, -100, 124, 130, 200, 1000})
+    EXPECT_FALSE(g.accepts(std::to_string(v))) << v;
   EXPECT_FALSE(g.accepts("-0"));
   EXPECT_FALSE(g.accepts("007"));
   auto exclusive = schema(R"({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10})");
@@ -147,10 +176,32 @@ TEST(JsonSchemaGbnf, IntegerBounds) {
                "no integer");
 }
 
+TEST(JsonSchemaGbnf, NumberBounds) {
+  auto unit = schema(R"({"type": "number", "minimum": 0, "maximum": 1})");
+  for (const char* ok : {"0", "0.5", "0.999", "1"}) EXPECT_TRUE(unit.accepts(ok)) << ok;
+  for (const char* bad : {"1.5", "-0.1", "2", "1e0"}) EXPECT_FALSE(unit.accepts(bad)) << bad;
+  auto positive = schema(R"({"type": "number", "exclusiveMinimum": 0})");
+  for (const char* ok : {"0.001", "3", "12345.5"}) EXPECT_TRUE(positive.accepts(ok)) << ok;
+  for (const char* bad : {"0", "0.0", "-1", "-0.5"}) EXPECT_FALSE(positive.accepts(bad)) << bad;
+  auto negative = schema(R"({"type": "number", "minimum": -10, "exclusiveMaximum": -2})");
+  for (const char* ok : {"-2.5", "-9.75", "-10", "-3"}) EXPECT_TRUE(negative.accepts(ok)) << ok;
+  for (const char* bad : {"-2", "-1.5", "-10.5", "0", "5"}) {
+    EXPECT_FALSE(negative.accepts(bad)) << bad;
+  }
+  auto around = schema(R"({"minimum": -1, "maximum": 1})");  // type implied: number
+  for (const char* ok : {"-1", "-0.5", "0", "0.25", "1"}) EXPECT_TRUE(around.accepts(ok)) << ok;
+  for (const char* bad : {"-1.5", "1.5", "-2"}) EXPECT_FALSE(around.accepts(bad)) << bad;
+  expect_error([] { json_schema_to_gbnf(R"({"type": "number", "minimum": 0.5})"); },
+               {"'minimum'", "not an integer"});
+  expect_error(
+      [] { json_schema_to_gbnf(R"({"type": "number", "minimum": 1, "exclusiveMaximum": 1})"); },
+      "no number");
+}
+
 TEST(JsonSchemaGbnf, StringLengthsPatternsAndFormats) {
   auto length = schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
   EXPECT_TRUE(length.accepts("\"\xC3\xA9\xC3\xA9\""));  // code points, not bytes
-  EXPECT_TRUE(length.accepts(R"("\n\u0041b")"));       // an escape is one character
+  EXPECT_TRUE(length.accepts(R"("\n\u0041b")"));        // an escape is one character
   EXPECT_FALSE(length.accepts("\"\xC3\xA9\""));
   EXPECT_FALSE(length.accepts(R"("abcd")"));
   auto pattern = schema(R"({"type": "string", "pattern": "^[a-z]+\\d\"\\.$"})");
@@ -171,6 +222,15 @@ TEST(JsonSchemaGbnf, StringLengthsPatternsAndFormats) {
   auto uuid = schema(R"({"type": "string", "format": "uuid"})");
   EXPECT_TRUE(uuid.accepts(R"("123e4567-e89b-12d3-a456-426614174000")"));
   EXPECT_FALSE(uuid.accepts(R"("123e4567")"));
+  auto email = schema(R"({"type": "string", "format": "email"})");
+  EXPECT_TRUE(email.accepts(R"("first.last+tag@mail.example-1.com")"));
+  EXPECT_FALSE(email.accepts(R"("a..b@example.com")"));
+  EXPECT_FALSE(email.accepts(R"("a@-example.com")"));
+  EXPECT_FALSE(email.accepts(R"("a@example")"));
+  auto ip = schema(R"({"type": "string", "format": "ipv4"})");
+  EXPECT_TRUE(ip.accepts(R"("192.168.0.255")"));
+  EXPECT_FALSE(ip.accepts(R"("192.168.0.256")"));
+  EXPECT_FALSE(ip.accepts(R"("01.2.3.4")"));
 }
 
 TEST(JsonSchemaGbnf, RecursiveReferences) {
@@ -219,8 +279,8 @@ TEST(JsonSchemaGbnf, RefusesUnsupportedKeywordsNamingThemAndTheirPlace) {
       {R"({"type": "array", "uniqueItems": true})", "'uniqueItems'", "at #"},
       {R"({"type": "array", "items": {"multipleOf": 2}})", "'multipleOf'", "#/items"},
       {R"({"allOf": [{"type": "object"}, {"required": ["a"]}]})", "allOf", "#/allOf"},
-      {R"({"type": "string", "format": "email"})", "format 'email'", "#/format"},
-      {R"({"type": "number", "minimum": 0})", "'minimum'", "at #"},
+      {R"({"type": "string", "format": "uri"})", "format 'uri'", "#/format"},
+      {R"({"type": "number", "maximum": 2.5})", "'maximum'", "at #"},
       {R"({"type": "object", "anyOf": [{}]})", "'type' beside 'anyOf'", "at #"},
       {R"({"type": "object", "dependentSchemas": {}})", "'dependentSchemas'", "at #"},
       {R"({"type": "object", "required": ["a"]})", "required property 'a'", "#/required"},
@@ -252,7 +312,8 @@ TEST(JsonSchemaGbnf, BadJsonAndHostileNestingAreErrors) {
 
 TEST(JsonSchemaGbnf, PrefixedRules) {
   const std::string text = json_schema_to_gbnf(R"({"type": "object", "properties":
-    {"a": {"type": "string"}}, "required": ["a"]})", "tool0-");
+    {"a": {"type": "string"}}, "required": ["a"]})",
+                                               "tool0-");
   for (size_t line = 0; line < text.size(); line = text.find('\n', line) + 1) {
     EXPECT_EQ(text.compare(line, 6, "tool0-"), 0) << text;
   }

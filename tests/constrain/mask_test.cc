@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "constrain_test_support.h"
 #include "grammar_constraint.h"
@@ -70,10 +71,11 @@ void check_masks(const std::string& tokenizer_name, const std::vector<std::strin
       const std::vector<TokenId> ids = v.tokenizer->encode(text);
       auto matcher = matcher_for(v, grammar);
       int brute_state = brute.initial();
-      const size_t stride = std::max<size_t>(1, ids.size() / masks_per_text);
+      // The whole mask at `masks_per_text` positions spread inside the text (never the start).
+      const size_t stride = std::max<size_t>(1, ids.size() / (masks_per_text + 1));
       for (size_t i = 0; i <= ids.size(); ++i) {
         const std::vector<uint64_t> mask = mask_of(*matcher);
-        if (i % stride == 0 || i == ids.size()) {
+        if (i > 0 && i % stride == 0 && i / stride <= masks_per_text) {
           EXPECT_EQ(mask, brute_force_mask(brute, brute_state, *v.tokenizer, v.size, v.eos))
               << "after " << i << " tokens";
         }
@@ -94,11 +96,38 @@ void check_masks(const std::string& tokenizer_name, const std::vector<std::strin
 }
 
 TEST(Mask, EqualsBruteForceOnLlama3) {
-  check_masks("tokenizer-llama3", {"json", "schema", "regex"}, 2);
+  check_masks("tokenizer-llama3", {"json", "schema", "regex"}, 1);
 }
-TEST(Mask, EqualsBruteForceOnQwen3) { check_masks("tokenizer-qwen3", {"json", "regex"}, 2); }
+TEST(Mask, EqualsBruteForceOnQwen3) { check_masks("tokenizer-qwen3", {"json", "regex"}, 1); }
 // SentencePiece encodes a text with a leading space: the JSON grammar allows one.
 TEST(Mask, EqualsBruteForceOnLlama2) { check_masks("tokenizer-llama2", {"json"}, 3); }
+
+// Inside a string most of the vocabulary is allowed and whole subtrees of the trie are taken at
+// once: with all characters, with some non-ASCII ones, with ASCII only.
+TEST(Mask, InsideStringsEqualsBruteForce) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {sample_grammars()[0].gbnf, "{\"key\": \"caf"},
+      // (" "? for SentencePiece, which encodes the prefix with a leading space)
+      {R"(root ::= " "? "\"" [a-z é]* "\"")", "\"caf"},
+      {R"(root ::= " "? "\"" [ -~]* "\"")", "\"abc"},
+  };
+  for (const std::string name : {"tokenizer-llama3", "tokenizer-llama2"}) {
+    const TestVocabulary& v = test_vocabulary(name);
+    for (const auto& [gbnf, prefix] : cases) {
+      SCOPED_TRACE(name + ": " + gbnf + " after " + prefix);
+      auto grammar = std::make_shared<ByteGrammar>(grammar_of(gbnf));
+      auto matcher = matcher_for(v, grammar);
+      BruteForceAutomaton brute(*grammar);
+      int state = brute.initial();
+      for (const TokenId id : v.tokenizer->encode(prefix)) {
+        ASSERT_TRUE(matcher->accept(id)) << id;
+        state = brute.run(state, v.tokenizer->token_bytes(id).value());
+      }
+      ASSERT_GE(state, 0);
+      EXPECT_EQ(mask_of(*matcher), brute_force_mask(brute, state, *v.tokenizer, v.size, v.eos));
+    }
+  }
+}
 
 TEST(Mask, RollbackRestoresEarlierMasksExactly) {
   const TestVocabulary& v = test_vocabulary("tokenizer-llama3");
@@ -119,6 +148,38 @@ TEST(Mask, RollbackRestoresEarlierMasksExactly) {
   // A refused token changes nothing.
   EXPECT_FALSE(matcher->accept(*v.tokenizer->token_to_id("}")));
   EXPECT_EQ(mask_of(*matcher), masks[0]);
+}
+
+// Matchers of one constraint share its automaton and masks, not their positions, also when used
+// from several threads at once.
+TEST(Mask, MatchersOfOneConstraintAreIndependent) {
+  const TestVocabulary& v = test_vocabulary("tokenizer-llama3");
+  const SampleGrammar& json = sample_grammars()[0];
+  const GrammarConstraint constraint(std::make_shared<ByteGrammar>(grammar_of(json.gbnf)),
+                                     v.vocabulary);
+  const std::vector<TokenId> ids = v.tokenizer->encode(json.texts[0]);
+  auto first = constraint.matcher();
+  const std::vector<uint64_t> initial = mask_of(*first);
+  auto second = constraint.matcher();
+  for (size_t i = 0; i < 5; ++i) ASSERT_TRUE(second->accept(ids[i]));
+  EXPECT_EQ(mask_of(*first), initial);
+  EXPECT_NE(mask_of(*second), initial);
+
+  std::vector<std::thread> threads;
+  std::vector<int> accepted(4, 0);
+  for (int& count : accepted) {
+    threads.emplace_back([&] {
+      auto matcher = constraint.matcher();
+      std::vector<uint64_t> mask((v.size + 63) / 64);
+      for (const TokenId id : ids) {
+        matcher->fill_mask(mask);
+        if (!((mask[static_cast<size_t>(id) / 64] >> (id % 64)) & 1) || !matcher->accept(id)) break;
+        ++count;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const int count : accepted) EXPECT_EQ(count, static_cast<int>(ids.size()));
 }
 
 TEST(Mask, SpecialTokensAndIdsBeyondTheTokenizerAreNeverAllowed) {

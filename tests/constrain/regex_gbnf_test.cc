@@ -39,7 +39,9 @@ TEST(RegexGbnf, ClassesDotAndAlternation) {
   EXPECT_TRUE(cls.accepts("a\xC3\xA9x"));  // é, two bytes, is not a, b or c
   EXPECT_FALSE(cls.accepts("abcax"));
   auto dot = regex("a.b");
-  EXPECT_TRUE(dot.accepts("a\xE6\x97\xA5" "b"));
+  EXPECT_TRUE(
+      dot.accepts("a\xE6\x97\xA5"
+                  "b"));
   EXPECT_FALSE(dot.accepts("a\nb"));
   auto groups = regex("(foo|bar)+(?:baz)?");
   EXPECT_TRUE(groups.accepts("foobarfoo"));

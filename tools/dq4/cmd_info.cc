@@ -50,6 +50,9 @@ int run_info(int argc, char** argv, int first) {
       "one).");
   if (!args.parse(argc, argv, first)) return 0;
   std::printf("cpu features: %s\n", cpu_features().to_string().c_str());
+#if defined(__x86_64__)
+  std::printf("amx: %s\n", cpu_features().amx_status.c_str());
+#endif
   std::printf("threads: %d\n", ThreadPool::global().size());
   print_family(w4a8::family());
   print_family(w4a16::family());

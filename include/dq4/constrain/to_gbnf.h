@@ -11,11 +11,14 @@
 
 namespace dq4::constrain {
 
-// A JSON Schema (as JSON text): the output is one JSON value the schema accepts.
+// A JSON Schema (as JSON text): the output is one JSON value the schema accepts, properties in
+// the schema's order, whitespace bounded (src/constrain/json_rules.h). The keywords it acts on,
+// ignores and refuses: src/constrain/schema_keywords.h.
 std::string json_schema_to_gbnf(std::string_view schema_json, std::string_view rule_prefix = "");
 // Any JSON object.
 std::string json_object_gbnf(std::string_view rule_prefix = "");
-// A regular expression (the ECMAScript / Python subset both accept), matching the whole output.
+// A regular expression (the ECMAScript / Python subset both accept), matching the whole output
+// (src/constrain/regex_ast.h).
 std::string regex_to_gbnf(std::string_view pattern, std::string_view rule_prefix = "");
 // Exactly one of `choices`.
 std::string choice_to_gbnf(std::span<const std::string> choices, std::string_view rule_prefix = "");

@@ -15,6 +15,11 @@ struct CpuFeatures {
   bool avx512_vnni = false;
   bool avx_vnni = false;
   bool avx512_bf16 = false;
+  // AMX: set only where the OS saves the tile state and granted this process its use
+  // (arch_prctl on Linux, requested by the probe); `amx_status` says why not otherwise.
+  bool amx_tile = false;
+  bool amx_int8 = false;
+  std::string amx_status;  // "usable", or why AMX is off ("no AMX-INT8 on this CPU", ...)
   // Arm
   bool neon = false;
   bool neon_dotprod = false;

@@ -57,6 +57,8 @@ struct Kernel {
   // Whether quantize() writes QuantizedLhs::block_lane_corrections (from sums it has at hand).
   // The kernels that read them (avx2 at group 32) are among these.
   bool fills_lane_corrections = false;
+  // False: chosen only by name (DQ4_ISA), never automatically (the tile model, kept for tests).
+  bool automatic = true;
 };
 
 // The block_lane_corrections dword of one 32-k block: the sums of q over the block and over its

@@ -11,6 +11,8 @@ extern const Kernel kReferenceKernel;
 extern const Kernel kAvx2Kernel;
 extern const Kernel kAvxVnniKernel;
 extern const Kernel kAvx512VnniKernel;
+extern const Kernel kAmxModelKernel;
+extern const Kernel kAmxKernel;
 #elif defined(__aarch64__)
 extern const Kernel kNeonKernel;
 extern const Kernel kNeonDotprodKernel;
@@ -21,7 +23,8 @@ const KernelFamily<Kernel>& family() {
   static const KernelFamily<Kernel> table("w4a8", {
     &kReferenceKernel,
 #if defined(__x86_64__)
-        &kAvx2Kernel, &kAvxVnniKernel, &kAvx512VnniKernel,
+        // amx_model right after the reference: chosen only by name, never the best.
+        &kAmxModelKernel, &kAvx2Kernel, &kAvxVnniKernel, &kAvx512VnniKernel, &kAmxKernel,
 #elif defined(__aarch64__)
         &kNeonKernel, &kNeonDotprodKernel, &kNeonI8mmKernel,
 #endif

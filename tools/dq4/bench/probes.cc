@@ -260,6 +260,43 @@ __attribute__((target("avx2"))) uint64_t loop_avx2_maddubs(int64_t iterations, i
   return fold_ymm(sum);
 }
 
+// TDPBUSD on the tile unit: four independent 16 x 16 int32 accumulators (tmm0..3) over one A
+// (tmm4) and one B (tmm6) tile of 16 x 64 bytes, 16 x 16 x 64 multiply-adds each. Runs only where
+// the probe found AMX usable (the OS granted this process the tile state).
+constexpr int kTileAccumulators = 4;
+
+__attribute__((target("amx-tile,amx-int8"))) uint64_t loop_amx_int8(int64_t iterations, int seed) {
+  alignas(64) uint8_t config[64] = {};
+  config[0] = 1;  // palette 1
+  for (int t : {0, 1, 2, 3, 4, 6}) {
+    config[16 + 2 * t] = 64;  // bytes per row
+    config[48 + t] = 16;      // rows
+  }
+  alignas(64) uint8_t operand[16 * 64];
+  for (int i = 0; i < 16 * 64; ++i) operand[i] = static_cast<uint8_t>(seed * 7 + i);
+  // GCC 12's intrinsics declare too little of the memory these read (x86_amx.cc).
+  __asm__ volatile("ldtilecfg %0" ::"m"(config) : "memory");
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t i = 0; i < iterations; ++i) {
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 6);
+    _tile_dpbusd(2, 4, 6);
+    _tile_dpbusd(3, 4, 6);
+  }
+  alignas(64) uint64_t sums[4][16 * 8];
+  _tile_stored(0, sums[0], 64);
+  _tile_stored(1, sums[1], 64);
+  _tile_stored(2, sums[2], 64);
+  _tile_stored(3, sums[3], 64);
+  _tile_release();
+  return fold(sums[0], 4 * 16 * 8);
+}
+
 // c = a * b + c on independent accumulators; a = b = 2^-10 keeps every value normal and finite
 // for far more iterations than a probe runs.
 constexpr int kFmaAccumulators = 16;
@@ -338,6 +375,8 @@ PeakLoop peak_loop(DotPeak peak) {
       return {loop_avx_vnni, 2.0 * 32 * kYmmAccumulators};
     case DotPeak::avx2_maddubs:
       return {loop_avx2_maddubs, 2.0 * 32 * kMaddubsChains};
+    case DotPeak::amx_int8:
+      return {loop_amx_int8, 2.0 * 16 * 16 * 64 * kTileAccumulators};
 #endif
     default:
       return {nullptr, 0};
@@ -346,6 +385,7 @@ PeakLoop peak_loop(DotPeak peak) {
 
 // The probe of the instruction the W4A8 kernel named `isa` is built on, or none.
 DotPeak dot_peak_of(std::string_view isa) {
+  if (isa == "amx") return DotPeak::amx_int8;
   if (isa == "avx512_vnni") return DotPeak::avx512_vnni;
   if (isa == "avx_vnni") return DotPeak::avx_vnni;
   if (isa == "avx2") return DotPeak::avx2_maddubs;
@@ -492,6 +532,8 @@ const char* dot_peak_name(DotPeak peak) {
       return "VPDPBUSD ymm (VEX)";
     case DotPeak::avx2_maddubs:
       return "VPMADDUBSW+VPMADDWD+VPADDD ymm";
+    case DotPeak::amx_int8:
+      return "TDPBUSD 16x16x64";
     default:
       return "none";
   }

@@ -73,6 +73,7 @@ enum class DotPeak {
   avx512_vnni,   // VPDPBUSD zmm: 64 u8 x s8 multiply-adds into int32
   avx_vnni,      // VPDPBUSD ymm (VEX): 32
   avx2_maddubs,  // VPMADDUBSW + VPMADDWD + VPADDD ymm: 32
+  amx_int8,      // TDPBUSD on 16 x 64-byte tiles: 16 x 16 x 64
 };
 
 // The peak that bounds `kernel` on this CPU: that of its own instruction when a probe runs it,

@@ -1,4 +1,4 @@
-#include "integer_range.h"
+#include "numeric_range.h"
 
 #include <algorithm>
 #include <vector>
@@ -21,7 +21,7 @@ void same_length(const std::string& lo, const std::string& hi, const std::string
     out.push_back(before + digit_class(lo[0], hi[0]));
     return;
   }
-  const std::string rest_any = " [0-9]{" + std::to_string(n - 1) + "}";
+  const std::string rest_any = n == 2 ? " [0-9]" : " [0-9]{" + std::to_string(n - 1) + "}";
   if (lo[0] == hi[0]) {
     same_length(lo.substr(1), hi.substr(1), before + digit_class(lo[0], lo[0]) + " ", out);
     return;
@@ -66,7 +66,63 @@ std::string join(const std::vector<std::string>& options) {
   return out;
 }
 
+// The numerals of [lo, hi] as one expression, or "" when lo > hi.
+std::string numerals(int64_t lo, int64_t hi) {
+  if (lo > hi) return "";
+  return "( " + join(non_negative(lo, hi)) + " )";
+}
+
+const char* kFraction = "( \".\" [0-9]{1,16} )?";
+const char* kPositiveFraction = "\".\" [0-9]{0,15} [1-9]";
+
+// Magnitudes m (a numeral and an optional fraction) with a <= m (a < m when exclusive) and
+// m <= b (m < b): none, or b missing for no upper bound. 0 <= a <= b.
+void magnitudes(NumberBound a, std::optional<NumberBound> b, const std::string& sign,
+                std::vector<std::string>& out) {
+  const int64_t top = b ? b->value : kMaxJsonInteger + 1;
+  auto add = [&](const std::string& m) { out.push_back(sign + m); };
+  if (b && a.value == b->value) {  // the one number a = b, if both ends take it
+    if (!a.exclusive && !b->exclusive) add(std::to_string(a.value));
+    return;
+  }
+  // The numeral a: a itself and a plus a fraction (all below a + 1 <= b).
+  add("\"" + std::to_string(a.value) + "\" " + (a.exclusive ? kPositiveFraction : kFraction));
+  // Numerals strictly between: any fraction.
+  const std::string between = numerals(a.value + 1, std::min(top - 1, kMaxJsonInteger));
+  if (!between.empty()) add(between + " " + kFraction);
+  // The numeral b: only b itself.
+  if (b && !b->exclusive) add("\"" + std::to_string(b->value) + "\"");
+}
+
 }  // namespace
+
+std::string number_range_gbnf(std::optional<NumberBound> lo, std::optional<NumberBound> hi) {
+  auto clamp = [](std::optional<NumberBound> bound) -> std::optional<NumberBound> {
+    if (bound && bound->value > kMaxJsonInteger) return NumberBound{kMaxJsonInteger, false};
+    if (bound && bound->value < -kMaxJsonInteger) return NumberBound{-kMaxJsonInteger, false};
+    return bound;
+  };
+  lo = clamp(lo);
+  hi = clamp(hi);
+  if (lo && hi &&
+      (lo->value > hi->value || (lo->value == hi->value && (lo->exclusive || hi->exclusive)))) {
+    throw ConstraintError("no number lies between the minimum and the maximum");
+  }
+  std::vector<std::string> options;
+  // v >= 0 as its magnitude; v < 0 as "-" and a magnitude within the mirrored bounds.
+  if (!hi || hi->value >= 0) {
+    const NumberBound from = lo && lo->value >= 0 ? *lo : NumberBound{0, false};
+    magnitudes(from, hi, "", options);
+  }
+  if (!lo || lo->value < 0) {
+    NumberBound from{0, true};  // -0 is 0, written on the other side
+    if (hi && hi->value < 0) from = {-hi->value, hi->exclusive};
+    std::optional<NumberBound> to;
+    if (lo) to = NumberBound{-lo->value, lo->exclusive};
+    magnitudes(from, to, "\"-\" ", options);
+  }
+  return "( " + join(options) + " )";
+}
 
 std::string integer_range_gbnf(std::optional<int64_t> lo_bound, std::optional<int64_t> hi_bound) {
   const int64_t lo = std::max(lo_bound.value_or(-kMaxJsonInteger), -kMaxJsonInteger);

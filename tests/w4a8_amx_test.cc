@@ -1,0 +1,81 @@
+// The amx kernel's tile code through the tile model (the amx_model variant): that it runs on the
+// tiles with the shape its group size needs, and that it takes the tiles back from other code on
+// the same thread that reconfigured or released them. Its bits against the reference are checked
+// with every other variant's (kernel_exact_test.cc and the other W4A8 tests).
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "../src/kernels/amx/tile_model.h"
+#include "dq4/kernels/thread_pool.h"
+#include "dq4/kernels/w4a8.h"
+#include "w4a8_test_support.h"
+
+#if defined(__x86_64__)
+namespace dq4 {
+namespace {
+
+// The tile configuration the pool's (one) thread holds.
+amx::TileConfig held_config(ThreadPool& pool) {
+  amx::TileConfig c;
+  pool.run(1, [&](int64_t) { c = amx::TileModel::current().config(); });
+  return c;
+}
+
+TEST(W4A8Amx, RunsOnTilesAsDeepAsItsGroupsAllow) {
+  const w4a8::Kernel* model = w4a8::family().find("amx_model");
+  ASSERT_NE(model, nullptr);
+  ThreadPool pool(1);
+  // K per TDPBSUD: 64 bytes (B tiles of 16 rows of k-quads), 32 for groups of 32.
+  for (const auto& [group, b_rows] : {std::pair{0, 16}, {32, 8}, {64, 16}, {128, 16}}) {
+    test::W4A8Case c{.m = 33, .n = 70, .k = 256, .group = group};
+    const test::W4A8Data d = test::make_data(c);
+    pool.run(1, [](int64_t) { amx::TileModel::current().release(); });
+    test::run_w4a8(c, d, *model, pool);
+    const amx::TileConfig held = held_config(pool);
+    EXPECT_EQ(held.palette, 1) << "group " << group;
+    EXPECT_EQ(held.rows[6], b_rows) << "group " << group;
+    EXPECT_EQ(held.colsb[4], 4 * b_rows) << "group " << group;
+  }
+}
+
+TEST(W4A8Amx, TakesTheTilesBackFromOtherCodeOnTheThread) {
+  const w4a8::Kernel* model = w4a8::family().find("amx_model");
+  ASSERT_NE(model, nullptr);
+  ThreadPool pool(1);
+  test::W4A8Case c{.m = 20, .n = 64, .k = 128, .group = 64};
+  const test::W4A8Data d = test::make_data(c);
+  const std::vector<float> first = test::run_w4a8(c, d, *model, pool);
+  // Another configuration, then none: the kernel must load its own again, not trust a cache.
+  amx::TileConfig other;
+  other.set(0, 1, 4);
+  pool.run(1, [&](int64_t) { amx::TileModel::current().loadconfig(&other); });
+  EXPECT_EQ(test::run_w4a8(c, d, *model, pool), first);
+  pool.run(1, [](int64_t) { amx::TileModel::current().release(); });
+  EXPECT_EQ(test::run_w4a8(c, d, *model, pool), first);
+}
+
+// More threads than this machine has cores, each holding its own tile state across preemption
+// and calls: every repeat gives the reference's bits. On an AMX machine this runs the real unit
+// (`amx`) too, where the tile state is the OS's to save and restore.
+TEST(W4A8Amx, ManyThreadsKeepTheirTilesAcrossCalls) {
+  std::vector<const w4a8::Kernel*> kernels;
+  for (const char* name : {"amx_model", "amx"})
+    if (const w4a8::Kernel* k = w4a8::family().find(name); k && w4a8::family().supported(*k))
+      kernels.push_back(k);
+  ASSERT_FALSE(kernels.empty());
+  ThreadPool pool(6);
+  test::W4A8Case c{.m = 40, .n = 384, .k = 256, .group = 32};
+  const test::W4A8Data d = test::make_data(c);
+  const std::vector<float> want = test::run_w4a8(c, d, *w4a8::family().find("reference"), pool);
+  for (const w4a8::Kernel* k : kernels) {
+    for (int repeat = 0; repeat < 4; ++repeat)
+      ASSERT_EQ(test::run_w4a8(c, d, *k, pool), want) << w4a8::family().name(*k);
+  }
+}
+
+}  // namespace
+}  // namespace dq4
+#endif
