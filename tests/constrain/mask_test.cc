@@ -130,7 +130,7 @@ TEST(Mask, InsideStringsEqualsBruteForce) {
 }
 
 TEST(Mask, RollbackRestoresEarlierMasksExactly) {
-  const TestVocabulary& v = test_vocabulary("tokenizer-llama3");
+  const TestVocabulary& v = test_vocabulary("tokenizer-llama2");
   const SampleGrammar& json = sample_grammars()[0];
   auto grammar = std::make_shared<ByteGrammar>(grammar_of(json.gbnf));
   auto matcher = matcher_for(v, grammar);
@@ -153,7 +153,7 @@ TEST(Mask, RollbackRestoresEarlierMasksExactly) {
 // Matchers of one constraint share its automaton and masks, not their positions, also when used
 // from several threads at once.
 TEST(Mask, MatchersOfOneConstraintAreIndependent) {
-  const TestVocabulary& v = test_vocabulary("tokenizer-llama3");
+  const TestVocabulary& v = test_vocabulary("tokenizer-llama2");
   const SampleGrammar& json = sample_grammars()[0];
   const GrammarConstraint constraint(std::make_shared<ByteGrammar>(grammar_of(json.gbnf)),
                                      v.vocabulary);
@@ -199,7 +199,7 @@ TEST(Mask, SpecialTokensAndIdsBeyondTheTokenizerAreNeverAllowed) {
 }
 
 TEST(Mask, EosOnlyWhenTheGrammarMayEnd) {
-  const TestVocabulary& v = test_vocabulary("tokenizer-llama3");
+  const TestVocabulary& v = test_vocabulary("tokenizer-llama2");
   auto matcher = matcher_for(v, std::make_shared<ByteGrammar>(grammar_of(R"(root ::= "ab" "c"?)")));
   const TokenId eos = v.eos[0];
   EXPECT_FALSE(allowed(mask_of(*matcher), eos));
