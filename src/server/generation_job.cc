@@ -14,8 +14,21 @@ GenerationJob::GenerationJob(JobShape shape, Engine& engine, const Tokenizer& to
   in_flight_++;
   choices_.reserve(shape_.prompts * shape_.n);
   for (size_t i = 0; i < shape_.prompts * size_t(shape_.n); ++i)
-    choices_.push_back(Choice{{}, {}, nullptr, LogprobsBuilder(shape_.header.endpoint, tokenizer)});
+    choices_.push_back(
+        Choice{{}, {}, nullptr, LogprobsBuilder(shape_.header.endpoint, tokenizer), nullptr});
+  if (shape_.stream && shape_.chat_output.active())
+    for (Choice& c : choices_) c.deltas = std::make_unique<ChatDeltaStream>(shape_.chat_output);
 }
+
+namespace {
+
+// "tool_calls" for a choice that called tools and stopped, as OpenAI reports it.
+json chat_finish_reason(const std::optional<FinishReason>& reason, bool called) {
+  if (called && reason == FinishReason::stop) return "tool_calls";
+  return finish_reason_json(reason);
+}
+
+}  // namespace
 
 OutputCallback GenerationJob::callback(size_t prompt) {
   return [self = shared_from_this(), prompt](RequestOutput&& output) {
@@ -100,22 +113,51 @@ void GenerationJob::process(size_t prompt, RequestOutput& output) {
       c.text += delta.text;
       continue;
     }
-    if (delta.text.empty() && !delta.finish_reason && c.logprobs.empty()) continue;
-    json choice = {{"index", index}};
-    if (chat)
-      choice["delta"] = delta.text.empty() ? json::object() : json{{"content", delta.text}};
-    else
-      choice["text"] = delta.text;
-    choice["logprobs"] = c.logprobs.empty() ? json(nullptr) : c.logprobs.take();
-    choice["finish_reason"] = finish_reason_json(delta.finish_reason);
-    if (delta.finish_reason) choice["stop_reason"] = c.stop_reason;
-    json chunk = response_object(shape_.header, true);
-    chunk["choices"] = json::array({std::move(choice)});
-    if (shape_.include_usage) chunk["usage"] = nullptr;
-    send(chunk);
+    if (!chat) {
+      if (delta.text.empty() && !delta.finish_reason && c.logprobs.empty()) continue;
+      json choice = {{"index", index}, {"text", delta.text}};
+      choice["logprobs"] = c.logprobs.empty() ? json(nullptr) : c.logprobs.take();
+      choice["finish_reason"] = finish_reason_json(delta.finish_reason);
+      if (delta.finish_reason) choice["stop_reason"] = c.stop_reason;
+      json chunk = response_object(shape_.header, true);
+      chunk["choices"] = json::array({std::move(choice)});
+      if (shape_.include_usage) chunk["usage"] = nullptr;
+      send(chunk);
+      continue;
+    }
+    // A chat delta may become several (reasoning, content, tool calls): the logprobs go with the
+    // first, the finish reason with the last.
+    std::vector<json> deltas = chat_deltas(c, delta);
+    if (deltas.empty() && (delta.finish_reason || !c.logprobs.empty()))
+      deltas.push_back(json::object());
+    for (size_t k = 0; k < deltas.size(); ++k) {
+      const bool last = k + 1 == deltas.size();
+      json choice = {{"index", index}, {"delta", std::move(deltas[k])}};
+      choice["logprobs"] = c.logprobs.empty() ? json(nullptr) : c.logprobs.take();
+      const std::optional<FinishReason> reason = last ? delta.finish_reason : std::nullopt;
+      choice["finish_reason"] = chat_finish_reason(reason, c.deltas && c.deltas->called());
+      if (reason) choice["stop_reason"] = c.stop_reason;
+      json chunk = response_object(shape_.header, true);
+      chunk["choices"] = json::array({std::move(choice)});
+      if (shape_.include_usage) chunk["usage"] = nullptr;
+      send(chunk);
+    }
   }
   usage_[prompt] = output.usage;
   if (output.finished && ++finished_ == shape_.prompts) finish();
+}
+
+std::vector<json> GenerationJob::chat_deltas(Choice& c, const ChoiceDelta& delta) {
+  if (!c.deltas) {
+    if (delta.text.empty()) return {};
+    return {json{{"content", delta.text}}};
+  }
+  std::vector<json> deltas = c.deltas->feed(delta.text);
+  if (delta.finish_reason) {
+    std::vector<json> rest = c.deltas->finish();
+    deltas.insert(deltas.end(), rest.begin(), rest.end());
+  }
+  return deltas;
 }
 
 void GenerationJob::send(const json& event) {
@@ -157,12 +199,15 @@ void GenerationJob::finish() {
   for (size_t i = 0; i < choices_.size(); ++i) {
     Choice& c = choices_[i];
     json choice = {{"index", i}};
-    if (chat)
+    bool called = false;
+    if (chat && shape_.chat_output.active())
+      choice["message"] = chat_message(shape_.chat_output, c.text, called);
+    else if (chat)
       choice["message"] = {{"role", "assistant"}, {"content", std::move(c.text)}};
     else
       choice["text"] = std::move(c.text);
     choice["logprobs"] = c.logprobs.empty() ? json(nullptr) : c.logprobs.take();
-    choice["finish_reason"] = finish_reason_json(c.finish_reason);
+    choice["finish_reason"] = chat_finish_reason(c.finish_reason, called);
     choice["stop_reason"] = c.stop_reason;
     choices.push_back(std::move(choice));
   }

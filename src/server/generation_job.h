@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api_error.h"
+#include "chat_output.h"
 #include "http_exchange.h"
 #include "openai_response.h"
 
@@ -20,8 +21,9 @@ struct JobShape {
   ResponseHeader header;
   bool stream = false;
   bool include_usage = false;
-  int n = 1;           // choices per prompt
-  size_t prompts = 1;  // engine requests
+  int n = 1;                      // choices per prompt
+  size_t prompts = 1;             // engine requests
+  ChatOutputOptions chat_output;  // chat: reasoning and tool calls parsed out of the text
 };
 
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
@@ -46,9 +48,11 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
     std::optional<FinishReason> finish_reason;
     nlohmann::json stop_reason;
     LogprobsBuilder logprobs;
+    std::unique_ptr<ChatDeltaStream> deltas;  // streamed chat with chat_output active
   };
   void on_output(size_t prompt, RequestOutput&& output);
   void process(size_t prompt, RequestOutput& output);
+  std::vector<nlohmann::json> chat_deltas(Choice& c, const ChoiceDelta& delta);
   void finish();
   void send(const nlohmann::json& event);
   void abort_all();

@@ -293,13 +293,15 @@ json read_messages(const Fields& f) {
                                              "assistant, tool, function");
     json message = m;
     if (m.contains("content")) message["content"] = read_content(m["content"], where + ".content");
+    prepare_tool_message(message, where);
     messages.push_back(std::move(message));
   }
   return messages;
 }
 
-// Template variables: messages, tools and chat_template_kwargs.
-std::string template_context(const Fields& f, json messages) {
+// Template variables: messages, tools and chat_template_kwargs. The tools keep the key order
+// the client wrote (templates print them with tojson, as transformers does).
+std::string template_context(const Fields& f, json messages, std::string_view body) {
   json context = json::object();
   if (const json* kwargs = f.get("chat_template_kwargs")) {
     if (!kwargs->is_object())
@@ -312,7 +314,11 @@ std::string template_context(const Fields& f, json messages) {
     for (const json& tool : *tools)
       if (!tool.is_object() || !tool.contains("function") || !tool["function"].is_object())
         f.fail("tools", "must hold objects with a 'function' object");
-    if (!tools->empty()) context["tools"] = *tools;
+    if (!tools->empty()) {
+      nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(context.dump());
+      ordered["tools"] = nlohmann::ordered_json::parse(body)["tools"];
+      return ordered.dump(-1, ' ', false, json::error_handler_t::strict);
+    }
   }
   return context.dump(-1, ' ', false, json::error_handler_t::strict);
 }
@@ -360,16 +366,12 @@ ChatRequest parse_chat_request(std::string_view body) {
     c.fields.request.logprobs = 0;
   }
   c.fields.constraint = read_constraint(object, body);
-  if (const json* choice = f.get("tool_choice")) {
-    if (!choice->is_string() || (*choice != "none" && *choice != "auto"))
-      f.fail("tool_choice", "other than \"none\" or \"auto\" is not supported by this server");
-  }
-  f.boolean("parallel_tool_calls");
+  c.tools = read_chat_tools(object);
   if (f.boolean("continue_final_message").value_or(false))
     f.fail("continue_final_message", "is not supported by this server");
   c.add_generation_prompt = f.boolean("add_generation_prompt").value_or(true);
   c.add_special_tokens = f.boolean("add_special_tokens").value_or(false);
-  c.template_context = template_context(f, read_messages(f));
+  c.template_context = template_context(f, read_messages(f), body);
   return c;
 }
 
@@ -382,7 +384,7 @@ TokenizeRequest parse_tokenize_request(std::string_view body) {
   t.model = f.string("model");
   if (f.get("messages")) {
     if (f.get("prompt")) f.fail("prompt", "and 'messages' cannot both be given");
-    t.template_context = template_context(f, read_messages(f));
+    t.template_context = template_context(f, read_messages(f), body);
     t.add_special_tokens = f.boolean("add_special_tokens").value_or(false);
   } else {
     t.prompt = f.string("prompt");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api_error.h"
+#include "chat_tools.h"
 #include "dq4/engine/engine.h"
 #include "structured_output.h"
 
@@ -45,6 +46,7 @@ struct ChatRequest {
   bool add_generation_prompt = true;
   bool add_special_tokens = false;  // the template writes BOS itself
   bool logprobs = false;            // chat's shape: logprobs true + top_logprobs k
+  ChatTools tools;
 };
 
 // POST /tokenize: a prompt, or messages rendered through the chat template.

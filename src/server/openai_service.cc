@@ -8,6 +8,7 @@
 #include "generation_job.h"
 #include "openai_request.h"
 #include "openai_response.h"
+#include "tool_grammar.h"
 
 namespace dq4::server {
 namespace {
@@ -48,6 +49,9 @@ OpenAiService::OpenAiService(Engine& engine, const Tokenizer& tokenizer,
       chat_template_(chat_template),
       compiler_(compiler),
       options_(std::move(options)),
+      tool_format_(options_.tool_format != ToolFormat::none || !chat_template
+                       ? options_.tool_format
+                       : detect_tool_format(chat_template->source())),
       http_counters_(std::move(http_counters)),
       id_salt_(std::random_device{}() * 0x9e3779b97f4a7c15ull),
       started_(unix_seconds()) {}
@@ -165,13 +169,54 @@ void OpenAiService::chat(const HttpRequest& request, std::shared_ptr<Exchange> e
   ChatRequest c = parse_chat_request(request.body);
   check_model(c.fields.model);
   const std::string text = render_chat(c.template_context, c.add_generation_prompt);
+  const ChatOutputOptions output = chat_output(c, text);
   std::vector<std::vector<TokenId>> prompts = {tokenizer_.encode(text, c.add_special_tokens)};
-  generate(Endpoint::chat, c.fields, std::move(prompts), std::move(exchange));
+  generate(Endpoint::chat, c.fields, std::move(prompts), std::move(exchange), output);
+}
+
+ChatOutputOptions OpenAiService::chat_output(ChatRequest& chat, const std::string& prompt) {
+  ChatOutputOptions output;
+  if (options_.reasoning != ReasoningFormat::none) {
+    output.reasoning = true;
+    output.think_start = think_start(options_.reasoning, prompt);
+  }
+  switch (chat.tools.choice) {
+    case ChatTools::Choice::none:
+      break;  // tools are still shown to the model (as vLLM does), the output is not parsed
+    case ChatTools::Choice::automatic:
+      output.tools = tool_format_;
+      break;
+    case ChatTools::Choice::required:
+    case ChatTools::Choice::named:
+      // A template without a known format gets Llama 3's plain JSON calls.
+      output.tools = tool_format_ == ToolFormat::none ? ToolFormat::llama3_json : tool_format_;
+      if (chat.fields.constraint)
+        throw bad_request("tool_choice",
+                          "'tool_choice' \"required\" or a named function cannot be combined "
+                          "with '" +
+                              chat.fields.constraint->param + "'");
+      try {
+        chat.fields.constraint = OutputConstraint{{constrain::ConstraintSpec::Kind::grammar,
+                                                   tool_call_grammar(output.tools, chat.tools),
+                                                   {}},
+                                                  "tools"};
+      } catch (const constrain::ConstraintError& e) {
+        throw bad_request("tools", std::string("'tools' cannot be used: ") + e.what());
+      }
+      break;
+  }
+  // The answer is constrained, not the reasoning before it.
+  if (chat.fields.constraint && output.reasoning && output.think_start != ThinkStart::closed)
+    chat.fields.request.constraint_after = tokenizer_.encode(std::string(kThinkEnd), false);
+  // Mistral's [TOOL_CALLS] is a special token in its tokenizers: kept in the text to be parsed.
+  if (output.tools == ToolFormat::mistral) chat.fields.request.skip_special_tokens = false;
+  return output;
 }
 
 void OpenAiService::generate(Endpoint endpoint, GenerationFields& fields,
                              std::vector<std::vector<TokenId>> prompts,
-                             std::shared_ptr<Exchange> exchange) {
+                             std::shared_ptr<Exchange> exchange,
+                             const ChatOutputOptions& chat_output) {
   check_lengths(prompts, fields.request.max_tokens, engine_.max_model_len());
   // Compiled here, on the connection's thread: a new schema's cost never holds up the engine.
   if (fields.constraint) {
@@ -189,6 +234,7 @@ void OpenAiService::generate(Endpoint endpoint, GenerationFields& fields,
   shape.include_usage = fields.include_usage;
   shape.n = fields.request.n;
   shape.prompts = prompts.size();
+  shape.chat_output = chat_output;
   auto job = std::make_shared<GenerationJob>(shape, engine_, tokenizer_, exchange, in_flight_);
   exchange->on_disconnect([weak = std::weak_ptr<GenerationJob>(job)] {
     if (auto j = weak.lock()) j->cancel();

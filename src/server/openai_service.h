@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "chat_output.h"
 #include "dq4/constrain/constraint.h"
 #include "dq4/engine/engine.h"
 #include "dq4/tokenizer/chat_template.h"
@@ -15,12 +16,17 @@
 #include "metrics.h"
 #include "openai_request.h"
 #include "openai_response.h"
+#include "reasoning_parser.h"
+#include "tool_parsers/tool_call_parser.h"
 
 namespace dq4::server {
 
 struct ServiceOptions {
   std::string model_name;
   std::string api_key;  // empty: no check
+  // Tool calls' format: none means the chat template's (detect_tool_format), if it shows one.
+  ToolFormat tool_format = ToolFormat::none;
+  ReasoningFormat reasoning = ReasoningFormat::none;  // none: no reasoning_content
 };
 
 class OpenAiService {
@@ -39,7 +45,11 @@ class OpenAiService {
   void completions(const HttpRequest& request, std::shared_ptr<Exchange> exchange);
   void chat(const HttpRequest& request, std::shared_ptr<Exchange> exchange);
   void generate(Endpoint endpoint, GenerationFields& fields,
-                std::vector<std::vector<TokenId>> prompts, std::shared_ptr<Exchange> exchange);
+                std::vector<std::vector<TokenId>> prompts, std::shared_ptr<Exchange> exchange,
+                const ChatOutputOptions& chat_output = {});
+  // How a chat request's output is parsed, from its tools and its rendered prompt; sets the
+  // request's tool-call constraint when tool_choice requires a call.
+  ChatOutputOptions chat_output(ChatRequest& chat, const std::string& prompt);
   HttpResponse models() const;
   HttpResponse tokenize(const HttpRequest& request) const;
   HttpResponse detokenize(const HttpRequest& request) const;
@@ -52,6 +62,7 @@ class OpenAiService {
   const ChatTemplate* chat_template_;
   constrain::Compiler& compiler_;
   const ServiceOptions options_;
+  ToolFormat tool_format_;  // the option's, else the chat template's
   std::function<HttpCounters()> http_counters_;
   std::atomic<int64_t> in_flight_{0};
   std::atomic<uint64_t> next_id_{0};

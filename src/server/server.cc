@@ -55,6 +55,16 @@ void check_api_key(const std::string& key) {
       throw Error("the API key holds a control character: no client could ever send it");
 }
 
+void check_parsers(const ServerOptions& options) {
+  if (!options.tool_call_parser.empty() && !server::tool_format_from_name(options.tool_call_parser))
+    throw Error("unknown tool-call parser '" + options.tool_call_parser +
+                "' (known: hermes, llama3_json, mistral)");
+  if (!options.reasoning_parser.empty() &&
+      !server::reasoning_format_from_name(options.reasoning_parser))
+    throw Error("unknown reasoning parser '" + options.reasoning_parser +
+                "' (known: qwen3, deepseek_r1)");
+}
+
 struct Server::Impl {
   Engine& engine;
   ServerOptions options;
@@ -74,12 +84,17 @@ Server::Server(Engine& engine, const Tokenizer& tokenizer, const ChatTemplate* c
     : impl_(new Impl{engine, options, nullptr, nullptr, nullptr}) {
   if (options.served_model_name.empty()) throw Error("ServerOptions: served_model_name is empty");
   check_api_key(options.api_key);
+  server::ServiceOptions service{options.served_model_name, options.api_key};
+  check_parsers(options);
+  if (!options.tool_call_parser.empty())
+    service.tool_format = *server::tool_format_from_name(options.tool_call_parser);
+  if (!options.reasoning_parser.empty())
+    service.reasoning = *server::reasoning_format_from_name(options.reasoning_parser);
   Impl* impl = impl_.get();
   impl->compiler =
       std::make_unique<constrain::Compiler>(tokenizer, engine.vocab_size(), engine.eos_ids());
   impl->service = std::make_unique<server::OpenAiService>(
-      engine, tokenizer, chat_template, *impl->compiler,
-      server::ServiceOptions{options.served_model_name, options.api_key}, [impl] {
+      engine, tokenizer, chat_template, *impl->compiler, std::move(service), [impl] {
         return server::HttpCounters{impl->http ? impl->http->open_connections() : 0,
                                     impl->http ? impl->http->active_exchanges() : 0};
       });

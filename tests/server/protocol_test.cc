@@ -217,10 +217,10 @@ TEST(ChatRequest, BadFieldsAre400sNamingTheField) {
   expect_chat_error({{"messages", kMessages}, {"top_logprobs", 2}}, "top_logprobs",
                     "requires 'logprobs'");
   expect_chat_error({{"messages", kMessages}, {"logprobs", 1}}, "logprobs", "boolean");
-  expect_chat_error({{"messages", kMessages}, {"tools", {{{"type", "function"}}}}}, "tools",
-                    "function");
+  expect_chat_error({{"messages", kMessages}, {"tools", {{{"type", "function"}}}}},
+                    "tools[0].function", "object");
   expect_chat_error({{"messages", kMessages}, {"tool_choice", "required"}}, "tool_choice",
-                    "not supported");
+                    "needs 'tools'");
   expect_chat_error({{"messages", kMessages}, {"response_format", {{"type", "json_xml"}}}},
                     "response_format.type", "json_xml");
   expect_chat_error({{"messages", kMessages}, {"prompt", "x"}}, "prompt", "Unrecognized");

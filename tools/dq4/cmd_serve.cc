@@ -106,6 +106,11 @@ int run_serve(int argc, char** argv, int first) {
               "DQ4_API_KEY environment variable; an empty key is refused")
       .option("served-model-name", "NAME", "the model name clients use (default: DIR as given)")
       .option("chat-template", "FILE", "Jinja chat template to use instead of the model's")
+      .option("tool-call-parser", "NAME",
+              "tool calls' format: hermes, llama3_json or mistral (default: the chat "
+              "template's)")
+      .option("reasoning-parser", "NAME",
+              "qwen3 or deepseek_r1: <think> reasoning goes to reasoning_content")
       .option("max-model-len", "N", "prompt + generated tokens at most (0: the model's)", "0")
       .option("max-num-seqs", "N", "sequences in one engine step at most", "256")
       .option("max-num-batched-tokens", "N", "tokens in one engine step at most", "512")
@@ -142,6 +147,17 @@ int run_serve(int argc, char** argv, int first) {
   server_options.served_model_name =
       args.value("served-model-name").empty() ? dir : args.value("served-model-name");
   server_options.max_body_bytes = args.byte_size("max-body-size");
+  server_options.tool_call_parser = args.value("tool-call-parser");
+  server_options.reasoning_parser = args.value("reasoning-parser");
+  for (const std::string name : {"tool-call-parser", "reasoning-parser"}) {
+    ServerOptions one;  // checked one at a time: the error names its option
+    (name == "tool-call-parser" ? one.tool_call_parser : one.reasoning_parser) = args.value(name);
+    try {
+      check_parsers(one);
+    } catch (const Error& e) {
+      throw Error("option --" + name + ": " + e.what());
+    }
+  }
   server_options.http_threads = static_cast<int>(positive_int(args, "http-threads", 64));
   server_options.max_connections = positive_int(args, "max-connections", 1 << 20);
   server_options.keep_alive_timeout_seconds = positive_seconds(args, "timeout-keep-alive");

@@ -22,6 +22,11 @@ struct ServerOptions {
   // trailing whitespace or a control character could never match a header: refused.
   std::string api_key;
   std::string served_model_name;  // the name clients pass as "model"
+  // Tool calls' format, vLLM's names: "hermes", "llama3_json", "mistral"; empty: the chat
+  // template's (from the markers it writes), if it shows one.
+  std::string tool_call_parser;
+  // "qwen3" or "deepseek_r1": <think> reasoning goes to reasoning_content; empty: none.
+  std::string reasoning_parser;
   size_t max_body_bytes = 8u << 20;
   size_t max_queued_bytes = 4u << 20;  // unsent output per connection before it is dropped
   // Open connections at most; at the cap a new one closes the one idle the longest.
@@ -36,6 +41,8 @@ struct ServerOptions {
 // Throws dq4::Error when a client could never send `key` in an Authorization header: leading or
 // trailing whitespace (HTTP drops it) or a control character. An empty key (no key) passes.
 void check_api_key(const std::string& key);
+// Throws dq4::Error for a tool_call_parser or reasoning_parser dq4 does not know.
+void check_parsers(const ServerOptions& options);
 
 class Server {
  public:
