@@ -161,19 +161,16 @@ TEST_P(ServeTools, RequiredCallsAlwaysParseAndFitTheSchemas) {
       chat_body(
           {{"tool_choice", "required"}, {"parallel_tool_calls", false}, {"n", 12}, {"seed", 5}}));
   ASSERT_EQ(r["choices"].size(), 12u);
-  std::set<std::string> names;
   for (const json& c : r["choices"]) {
     SCOPED_TRACE(c.dump());
     EXPECT_EQ(c["finish_reason"], "tool_calls");
     ASSERT_TRUE(c["message"].contains("tool_calls"));
     ASSERT_EQ(c["message"]["tool_calls"].size(), 1u);
     EXPECT_TRUE(c["message"]["content"].is_null());
-    for (const json& call : c["message"]["tool_calls"]) {
-      expect_valid_call(call);
-      names.insert(call["function"]["name"].get<std::string>());
-    }
+    for (const json& call : c["message"]["tool_calls"]) expect_valid_call(call);
   }
-  EXPECT_EQ(names.size(), 2u);  // both functions come up: the grammar chooses none for the model
+  // (Which function a random model picks is its own business: that the grammar admits each one
+  // is tool_grammar_test's.)
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
