@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "code_points.h"
 #include "dq4/constrain/constraint.h"
 
 namespace dq4::constrain {
@@ -13,24 +14,6 @@ constexpr char32_t kLastCodePoint = 0x10FFFF;
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '_';
-}
-
-void append_code_point(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
 }
 
 // Sorted, merged, without surrogates (which UTF-8 cannot carry).
@@ -236,7 +219,7 @@ class GbnfParser {
       while (true) {
         if (at_end() || peek() == '\n' || peek() == '\r') fail(expr.offset, "unterminated literal");
         if (peek() == '"') break;
-        append_code_point(expr.bytes, parse_char());
+        write_utf8(expr.bytes, parse_char());
       }
       ++pos_;
     } else if (c == '[') {
