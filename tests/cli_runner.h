@@ -16,6 +16,14 @@ struct CliResult {
 CliResult run_dq4(const std::string& args, const std::string& stdin_text = "",
                   const std::string& env = "");
 
+// Runs `command` through the shell: its exit code and standard output (stderr goes where the
+// command sends it; `2>&1` joins it to the output).
+CliResult run_command(const std::string& command);
+
+// Runs a node script ("path/script.mjs args..."), stderr joined to the output; a failed test
+// when node is not on PATH.
+CliResult run_node(const std::string& script_and_args);
+
 // `text` quoted for the shell.
 std::string shell_quote(const std::string& text);
 

@@ -54,7 +54,9 @@ void expect_valid_call(const json& call) {
   EXPECT_LE(args["days"].get<int>(), 7);
   for (const auto& [key, value] : args.items()) {
     EXPECT_TRUE(key == "city" || key == "days" || key == "metric") << call;
-    if (key == "metric") EXPECT_TRUE(value.is_boolean()) << call;
+    if (key == "metric") {
+      EXPECT_TRUE(value.is_boolean()) << call;
+    }
   }
 }
 
@@ -250,17 +252,9 @@ TEST_F(ServeToolsHermes, OfficialOpenAIClient) {
   std::vector<std::string> a = args("", true);
   a.insert(a.end(), {"--served-model-name", "tiny"});
   ServeProcess server(a);
-  const std::string command =
-      "node " + js + "/openai_tools_test.mjs " + server.url() + " tiny 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = pclose(pipe);
-  ASSERT_NE(WEXITSTATUS(status), 127) << "node is not on PATH: run scripts/install-deps.sh";
-  EXPECT_EQ(status, 0) << output;
-  EXPECT_NE(output.find("5 checks passed"), std::string::npos) << output;
+  const CliResult r = run_node(js + "/openai_tools_test.mjs " + server.url() + " tiny");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("5 checks passed"), std::string::npos) << r.out;
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 

@@ -131,21 +131,13 @@ json validate(const std::vector<Case>& cases, const std::vector<Outcome>& outcom
   const std::string path = std::filesystem::temp_directory_path() /
                            ("dq4-structured-cases-" + std::to_string(getpid()) + ".json");
   std::ofstream(path) << input.dump();
-  const std::string js = DQ4_SOURCE_DIR "/tests/js";
-  const std::string command = "node " + js + "/validate_structured_outputs.mjs " + path + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = pclose(pipe);
+  const CliResult r = run_node(DQ4_SOURCE_DIR "/tests/js/validate_structured_outputs.mjs " + path);
   std::filesystem::remove(path);
-  if (WEXITSTATUS(status) == 127)
-    ADD_FAILURE() << "node is not on PATH: run scripts/install-deps.sh";
-  if (status != 0) {
-    ADD_FAILURE() << "the validator failed: " << output;
+  if (r.exit_code != 0) {
+    ADD_FAILURE() << "the validator failed: " << r.out;
     return json::object();
   }
-  return json::parse(output);
+  return json::parse(r.out);
 }
 
 void run_cases(const SynthModel& model, const std::vector<Case>& cases) {
