@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "expect_error.h"
+#include "sanitized_build.h"
 
 namespace dq4 {
 namespace {
@@ -106,7 +107,7 @@ TEST(Sampler, LargeVocabularyTruncationMatchesThePlainComputation) {
     p.top_k = c.top_k;
     p.seed = 11;
     const std::vector<double> want = truncated(logits, p);
-    const int draws_n = 20000;
+    const int draws_n = test::cases_to_draw(20000);
     std::vector<int> seen(logits.size(), 0);
     for (int32_t t : draws(p, logits, draws_n)) ++seen[static_cast<size_t>(t)];
     // Tokens expected 20 times or more one by one; the rarer ones as one bucket.
@@ -143,7 +144,7 @@ TEST(Sampler, TruncationReachesIntoAFlatTailInIdOrder) {
   double tail_want = 0;
   for (size_t i = 0; i < logits.size(); ++i)
     if (i != 1234) tail_want += want[i];
-  const int n = 20000;
+  const int n = test::cases_to_draw(20000);
   for (int32_t t : draws(p, logits, n)) {
     ASSERT_GT(want[static_cast<size_t>(t)], 0) << "token " << t << " is past the top-p prefix";
     tail_seen += t != 1234;

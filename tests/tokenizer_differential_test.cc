@@ -20,15 +20,16 @@
 
 #include "dq4/tokenizer/stream_decoder.h"
 #include "dq4/tokenizer/tokenizer.h"
+#include "sanitized_build.h"
 #include "tokenizer_test_support.h"
 #include "tokenizer_text_generator.h"
 
 namespace dq4::test {
 namespace {
 
-constexpr int kTextsPerFixture = 2000;
-constexpr int kTextsPerVariant = 400;
-constexpr int kIdListsPerTokenizer = 300;
+constexpr int kTextsPerFixture = cases_to_draw(2000);
+constexpr int kTextsPerVariant = cases_to_draw(400);
+constexpr int kIdListsPerTokenizer = cases_to_draw(300);
 
 struct Job {
   std::string label;

@@ -1,9 +1,9 @@
 // Structured outputs end to end: `dq4 serve` on tiny synthetic models (random weights) with the
 // Llama 3, Qwen3 and Mistral tokenizers and chat templates, 100 seeded generations per kind of
-// constraint (one request with n = 100), each output checked by an independent validator (Ajv,
-// JavaScript's RegExp, equality: tests/js/validate_structured_outputs.mjs). A random model is
-// the harshest witness: it picks among whatever the mask allows. The 400s for constraints that
-// cannot be compiled, and two at once.
+// constraint (one request with n = 100; fewer in the sanitized build), each output checked by an
+// independent validator (Ajv, JavaScript's RegExp, equality:
+// tests/js/validate_structured_outputs.mjs). A random model is the harshest witness: it picks among
+// whatever the mask allows. The 400s for constraints that cannot be compiled, and two at once.
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -20,6 +20,7 @@
 #include "../chat_template_samples.h"
 #include "../cli_runner.h"
 #include "../fixtures.h"
+#include "../sanitized_build.h"
 #include "http_client.h"
 #include "serve_process.h"
 
@@ -30,7 +31,7 @@ using nlohmann::json;
 using server::HttpClient;
 using server::HttpReply;
 
-constexpr int kGenerations = 100;
+constexpr int kGenerations = cases_to_draw(100);
 
 // A tiny model of `preset` with the tokenizer fixture `tokenizer`, and the arguments that serve it
 // (with `chat_template` when the tokenizer has none).
