@@ -261,6 +261,29 @@ TEST(DraftModel, EngineOutputsAreThePlainOnesOnOneToThreeThreads) {
   }
 }
 
+TEST(DraftModel, ATargetDraftingForItselfHasEveryDraftAccepted) {
+  // The draft picks as the choice's sampler picks (the argmax, or the seeded draw of the same
+  // position with the same penalties): the same model agrees with itself on every draft.
+  const Tokenizer& tokenizer = test::stories_tokenizer();
+  std::vector<Request> requests = mixed_requests(tokenizer);
+  requests.erase(requests.begin() + 3);  // the one that never drafts
+  requests[2].sampling.temperature = 1.0f;
+  requests[2].sampling.seed = 5;
+  requests[2].sampling.frequency_penalty = 0.5f;
+  requests[2].sampling.repetition_penalty = 1.2f;
+  SpeculativeConfig c = parse_speculate_spec("draft:" + test::stories_dir() + ",k=4");
+  ModelOptions quantized;
+  quantized.quantize_group = 32;
+  load_draft_model(c, tokenizer, stories_w4a8().vocab_size(), quantized);
+  EngineOptions o = engine_options();
+  const Outcome want = run(stories_w4a8(), tokenizer, o, requests, one_thread());
+  o.speculative = c;
+  const Outcome got = run(stories_w4a8(), tokenizer, o, requests, one_thread());
+  expect_same(want, got, "self-drafted");
+  EXPECT_GT(got.stats.speculation.draft_tokens, 100u);
+  EXPECT_EQ(got.stats.speculation.accepted_tokens, got.stats.speculation.draft_tokens);
+}
+
 TEST(DraftModel, PreemptionAndPrefixCachingKeepTheOutputs) {
   // A pool too small for the batch: sequences are preempted mid-speculation and their draft
   // caches rebuilt; repeated prompts hit both prefix caches.

@@ -61,8 +61,18 @@ void DraftModel::forward() {
   model_.forward(batch_, cache_, logits_.data(), pool_);
   picks_.resize(rows_.size());
   for (size_t i = 0; i < rows_.size(); ++i) {
-    const float* row = logits_.data() + static_cast<int64_t>(i) * width;
-    picks_[i] = static_cast<TokenId>(std::max_element(row, row + vocab_) - row);
+    float* row = logits_.data() + static_cast<int64_t>(i) * width;
+    DraftJob& job = *rows_[i];
+    if (job.sampler == nullptr) {
+      picks_[i] = static_cast<TokenId>(std::max_element(row, row + vocab_) - row);
+      continue;
+    }
+    // The row's draft follows the job's generated tokens and its drafts so far.
+    std::vector<TokenId>& generated = job.kv->generated_;
+    const auto prompt = job.tokens.first(static_cast<size_t>(job.prompt_len));
+    generated.assign(job.tokens.begin() + job.prompt_len, job.tokens.end());
+    generated.insert(generated.end(), job.out.begin(), job.out.begin() + job.count);
+    picks_[i] = job.sampler->sample(std::span(row, static_cast<size_t>(vocab_)), prompt, generated);
   }
 }
 

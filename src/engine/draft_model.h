@@ -1,8 +1,10 @@
 #pragma once
 // The draft model of speculative decoding inside an engine: a smaller model with the target's
 // tokenizer, its own paged KV pool and block manager (prefix caching included), and one forward
-// per draft position over every sequence that drafts. A sequence's drafts are the draft model's
-// greedy continuation of its tokens.
+// per draft position over every sequence that drafts. A sequence's drafts are what its own
+// sampler picks from the draft's logits: the argmax when greedy, and with a seed the draw of the
+// same (seed, position) the target's verification makes, which two close distributions turn into
+// the same token most of the time (without a seed: the argmax).
 //
 // A sequence's state in the draft's cache rolls back by itself: the next proposal keeps the
 // positions whose tokens are still the ones the draft ran (the accepted drafts), recomputes from
@@ -15,6 +17,7 @@
 
 #include "block_manager.h"
 #include "dq4/engine/engine.h"
+#include "dq4/engine/sampler.h"
 #include "dq4/model/kv_cache.h"
 #include "dq4/model/model.h"
 
@@ -46,6 +49,7 @@ class DraftKv {
   // draft wrote its own drafts (`written_`, which the sequence may since have taken).
   int64_t computed_ = 0;
   std::vector<TokenId> written_;
+  std::vector<TokenId> generated_;  // a proposal's generated tokens and drafts, for the sampler
 };
 
 // What one sequence asks of a proposal.
@@ -53,7 +57,11 @@ struct DraftJob {
   std::span<const TokenId> tokens;  // the sequence's tokens (prompt, then generated)
   DraftKv* kv = nullptr;
   std::span<TokenId> out;  // up to out.size() drafts
-  int64_t count = 0;       // drafts written to out
+  // Picks each draft from the draft's logits (null: the argmax); `prompt_len` of the tokens are
+  // the prompt, the rest generated (the sampler's penalties and positions).
+  Sampler* sampler = nullptr;
+  int64_t prompt_len = 0;
+  int64_t count = 0;  // drafts written to out
   // propose()'s working state.
   int64_t start = 0;  // the next position to run
 };
@@ -79,7 +87,7 @@ class DraftModel {
   // Keeps the positions of the job's cache that still hold its tokens, takes the prefix cache's
   // blocks into an empty table, and allocates what the drafts need; false when the pool is short.
   bool prepare(DraftJob& job);
-  void forward();  // runs batch_, argmax of each row into picks_
+  void forward();  // runs batch_, each row's pick into picks_
 
   Model& model_;
   ThreadPool* pool_;

@@ -60,7 +60,7 @@ struct Choice {
     // A constrained choice never drafts: each draft would need its own mask, and the matcher
     // advanced through the drafts and rolled back past the rejected ones.
     if (speculator != nullptr && request.speculate && !request.constraint) {
-      draft = speculator->make_state();
+      draft = speculator->make_state(choice_sampling(request.sampling, index));
       seq.drafts.reserve(static_cast<size_t>(speculator->max_drafts()));
     }
     delta.index = index;

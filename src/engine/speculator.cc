@@ -22,12 +22,15 @@ Speculator::Speculator(const SpeculativeConfig& config, int64_t row_budget,
   stats_.accepted_per_position.assign(static_cast<size_t>(config_.num_speculative_tokens), 0);
 }
 
-std::unique_ptr<DraftState> Speculator::make_state() const {
+std::unique_ptr<DraftState> Speculator::make_state(const SamplingParams& sampling) const {
   auto state = std::make_unique<DraftState>();
-  if (draft_)
+  if (draft_) {
     state->draft_kv = std::make_unique<DraftKv>(*draft_);
-  else
+    if (sampling.temperature == 0 || sampling.seed)
+      state->draft_sampler = std::make_unique<Sampler>(sampling);
+  } else {
     state->proposer = make_proposer(config_);
+  }
   return state;
 }
 
@@ -51,7 +54,8 @@ void Speculator::propose(Sequence& seq, DraftState& state, int64_t limit) {
   if (state.acceptance < kLowAcceptance) limit = 1;
   seq.drafts.resize(static_cast<size_t>(limit));
   if (state.draft_kv) {
-    jobs_.push_back({seq.tokens, state.draft_kv.get(), seq.drafts});
+    jobs_.push_back(
+        {seq.tokens, state.draft_kv.get(), seq.drafts, state.draft_sampler.get(), seq.prompt_len});
     job_seqs_.push_back(&seq);
     return;
   }

@@ -17,11 +17,12 @@ namespace dq4::engine {
 
 // One sequence's proposer and how well its drafts have done.
 struct DraftState {
-  std::unique_ptr<Proposer> proposer;  // null with a draft model
-  std::unique_ptr<DraftKv> draft_kv;   // with a draft model: the sequence's cache in its pool
-  double acceptance = 1.0;             // running average of accepted / drafted per step
-  int64_t pause = 0;                   // steps left without drafts (after low acceptance)
-  int64_t backoff = 1;                 // the next pause's length
+  std::unique_ptr<Proposer> proposer;      // null with a draft model
+  std::unique_ptr<DraftKv> draft_kv;       // with a draft model: the sequence's cache in its pool
+  std::unique_ptr<Sampler> draft_sampler;  // with a draft model: picks its drafts (null: argmax)
+  double acceptance = 1.0;                 // running average of accepted / drafted per step
+  int64_t pause = 0;                       // steps left without drafts (after low acceptance)
+  int64_t backoff = 1;                     // the next pause's length
 };
 
 class Speculator {
@@ -34,7 +35,9 @@ class Speculator {
              std::unique_ptr<DraftModel> draft = nullptr);
 
   int64_t max_drafts() const { return config_.num_speculative_tokens; }
-  std::unique_ptr<DraftState> make_state() const;
+  // `sampling`: the choice's (a draft model samples its drafts as the choice samples, when that
+  // is reproducible: greedy or seeded).
+  std::unique_ptr<DraftState> make_state(const SamplingParams& sampling) const;
 
   // Drafts per decoding sequence this step, given how many sequences decode.
   int64_t drafts_per_sequence(int64_t decoding) const;
