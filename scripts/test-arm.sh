@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-builds the whole dq4 library for aarch64 into build-arm/ (every layer, each linked alone by
 # its link check, with Debian's arm64 PCRE2 and ICU), then under qemu-user runs the model end to
-# end on the stories260K fixtures (model_tests) and kernels_tests on three emulated CPUs, checking
+# end on the stories260K fixtures (model_tests, and engine_tests' speculative decoding) and
+# kernels_tests on three emulated CPUs, checking
 # that runtime dispatch picks the kernel each one must get:
 #   max         dotprod + i8mm   -> neon_i8mm
 #   cortex-a76  dotprod, no i8mm -> neon_dotprod (neon_i8mm unsupported)
@@ -32,7 +33,8 @@ fi
 # Unity builds, as in test.sh: the headers parsed once per 8 files.
 cmake -S "$repo" -B "$build" "${options[@]}" -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/aarch64-linux-gnu.cmake" -DDQ4_BUILD_TOOLS=OFF
-cmake --build "$build" --target dq4_layer_checks kernels_tests model_tests moe_tests --parallel "$(nproc)"
+cmake --build "$build" --target dq4_layer_checks kernels_tests model_tests moe_tests \
+  engine_tests --parallel "$(nproc)"
 
 failed=0
 # run CPU EXPECTED_DEFAULT EXPECTED_SUPPORTED_LIST EXPECTED_DENSE_SUPPORTED_LIST [GTEST_FILTER]
@@ -103,6 +105,17 @@ if ! qemu-aarch64 -cpu max -L "$sysroot" "$build/tests/moe_tests" --gtest_brief=
   failed=1
 fi
 echo "   moe_tests in $((SECONDS - start)) s"
+
+# Speculative decoding on the model: n-gram and draft-model drafts verified by the rows of a step
+# give the outputs of plain decoding, the draft's cache rolled back with the target's.
+echo "== qemu-aarch64 -cpu max: engine_tests (speculative decoding)"
+start=$SECONDS
+if ! qemu-aarch64 -cpu max -L "$sysroot" "$build/tests/engine_tests" --gtest_brief=1 \
+    --gtest_filter='Speculation.*:DraftModel.*:EngineModel.Speculation*'; then
+  echo "test-arm: FAILED: engine_tests under -cpu max" >&2
+  failed=1
+fi
+echo "   engine_tests in $((SECONDS - start)) s"
 
 if [[ $failed -ne 0 ]]; then
   echo "test-arm: FAILED" >&2

@@ -243,6 +243,24 @@ TEST(GenerateCli, SpeculationChangesNoTokenAndReportsItsAcceptance) {
   EXPECT_NE(r.err.find("num_speculative_tokens"), std::string::npos) << r.err;
 }
 
+TEST(GenerateCli, ADraftModelChangesNoTokenAndReportsItsAcceptance) {
+  // stories260K in W4A8 drafted by its F32 checkpoint.
+  const std::string base = "-m " + stories() +
+                           " --quantize w4a8-g32 -p 'Once upon a time' -n 60 --ignore-eos "
+                           "--temp 0.8 --seed 3 --logprobs 1";
+  const nlohmann::json plain = generate_json(base);
+  const nlohmann::json spec =
+      generate_json(base + " --speculative " + stories() + " --num-speculative-tokens 3");
+  EXPECT_EQ(spec["generated_ids"], plain["generated_ids"]);
+  EXPECT_EQ(spec["logprobs"], plain["logprobs"]);
+  EXPECT_EQ(spec["speculation"]["method"], "draft:" + fixtures_dir() + "/stories260K-hf,k=3");
+  EXPECT_GT(spec["speculation"]["accepted_tokens"].get<int>(), 0);
+  const CliResult r = run_dq4("generate -m " + stories() + " -p hi --speculative " +
+                              fixtures_dir() + "/tokenizer-gpt2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("tokenizer is not the target's"), std::string::npos) << r.err;
+}
+
 TEST(GenerateCli, Errors) {
   CliResult r = run_dq4("generate -m " + stories() + " -p 'Once upon a time there was' --ctx 4");
   EXPECT_EQ(r.exit_code, 1);

@@ -60,7 +60,7 @@ struct Choice {
     // A constrained choice never drafts: each draft would need its own mask, and the matcher
     // advanced through the drafts and rolled back past the rejected ones.
     if (speculator != nullptr && request.speculate && !request.constraint) {
-      draft = speculator->make_state();
+      draft = speculator->make_state(choice_sampling(request.sampling, index));
       seq.drafts.reserve(static_cast<size_t>(speculator->max_drafts()));
     }
     delta.index = index;
@@ -246,8 +246,9 @@ Engine::Impl::Impl(std::unique_ptr<EngineModel> owned, const Tokenizer& tok,
   scheduler = std::make_unique<engine::Scheduler>(
       *blocks, engine::SchedulerLimits{options.max_num_seqs, options.max_num_batched_tokens});
   if (options.speculative && options.speculative->num_speculative_tokens > 0)
-    speculator =
-        std::make_unique<engine::Speculator>(*options.speculative, options.speculative_row_budget);
+    speculator = std::make_unique<engine::Speculator>(
+        *options.speculative, options.speculative_row_budget,
+        engine::make_engine_draft(*options.speculative, vocab, options, model->pool()));
   const auto seqs = static_cast<size_t>(options.max_num_seqs);
   batch.reserve(seqs);
   sampled.reserve(seqs);
@@ -588,6 +589,7 @@ void Engine::Impl::propose_drafts() {
       const int64_t room = c->capacity - static_cast<int64_t>(c->seq.tokens.size()) - 1;
       speculator->propose(c->seq, *c->draft, decoding(*c) ? std::min(per_sequence, room) : 0);
     }
+  speculator->finish_proposals();
 }
 
 // Moves the request's new deltas into its event; false when there are none. The event's

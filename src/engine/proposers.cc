@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "dq4/engine/speculation.h"
+#include "dq4/kernels/error.h"
 
 namespace dq4 {
 
@@ -65,6 +66,8 @@ class ReplayProposer : public Proposer {
 }  // namespace
 
 std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config) {
+  if (config.method == SpeculativeConfig::Method::draft_model)
+    throw Error("speculate: a draft model's proposer needs the model (make_draft_model_proposer)");
   if (config.method == SpeculativeConfig::Method::replay)
     return std::make_unique<ReplayProposer>(config);
   return std::make_unique<NgramProposer>(config);

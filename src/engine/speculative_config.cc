@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "dq4/engine/speculation.h"
@@ -45,7 +46,9 @@ void SpeculativeConfig::validate() const {
   if (num_speculative_tokens < 0 || num_speculative_tokens > kMaxDrafts)
     throw Error("num_speculative_tokens: must be in [0, " + std::to_string(kMaxDrafts) + "], got " +
                 std::to_string(num_speculative_tokens));
-  if (method == Method::ngram) {
+  if (method == Method::draft_model) {
+    if (model.empty()) throw Error("model: the draft model's directory is missing");
+  } else if (method == Method::ngram) {
     if (prompt_lookup_min < 1)
       throw Error("prompt_lookup_min: must be >= 1, got " + std::to_string(prompt_lookup_min));
     if (prompt_lookup_max < prompt_lookup_min)
@@ -63,6 +66,7 @@ std::string SpeculativeConfig::name() const {
   if (method == Method::ngram)
     return "ngram:k=" + k + ",min=" + std::to_string(prompt_lookup_min) +
            ",max=" + std::to_string(prompt_lookup_max);
+  if (method == Method::draft_model) return "draft:" + model + ",k=" + k;
   char accept[32];
   std::snprintf(accept, sizeof accept, "%g", replay_accept);
   return "replay:k=" + k + ",accept=" + accept;
@@ -83,19 +87,35 @@ SpeculativeConfig parse_speculative_config(const std::string& text) {
     return j[field].get<int64_t>();
   };
   for (const auto& [key, value] : j.items())
-    if (key != "method" && key != "num_speculative_tokens" && key != "prompt_lookup_min" &&
-        key != "prompt_lookup_max")
+    if (key != "method" && key != "model" && key != "num_speculative_tokens" &&
+        key != "prompt_lookup_min" && key != "prompt_lookup_max")
       throw Error("--speculative-config: unknown field '" + key + "'");
   SpeculativeConfig c;
+  if (j.contains("model") && (!j["model"].is_string() || j["model"].get<std::string>().empty()))
+    throw Error("--speculative-config: model must be the draft model's directory");
+  // As in vLLM, a model alone means a draft model.
+  if (j.contains("model") && !j.contains("method")) j["method"] = "draft_model";
   if (!j.contains("method") || !j["method"].is_string())
-    throw Error("--speculative-config: method must be a string (\"ngram\")");
-  if (j["method"].get<std::string>() != "ngram")
-    throw Error("--speculative-config: method '" + j["method"].get<std::string>() +
-                "' is not supported (\"ngram\")");
+    throw Error("--speculative-config: method must be a string (\"ngram\" or \"draft_model\")");
+  const std::string method = j["method"].get<std::string>();
+  if (method == "draft_model") {
+    if (!j.contains("model"))
+      throw Error("--speculative-config: method draft_model needs model (its directory)");
+    c.method = SpeculativeConfig::Method::draft_model;
+    c.model = j["model"].get<std::string>();
+  } else if (method != "ngram") {
+    throw Error("--speculative-config: method '" + method +
+                "' is not supported (\"ngram\" or \"draft_model\")");
+  } else if (j.contains("model")) {
+    throw Error("--speculative-config: model is for method draft_model, not ngram");
+  }
   const auto k = integer("num_speculative_tokens");
   if (!k) throw Error("--speculative-config: num_speculative_tokens is required");
   c.num_speculative_tokens = *k;
   const auto lo = integer("prompt_lookup_min"), hi = integer("prompt_lookup_max");
+  if ((lo || hi) && c.method != SpeculativeConfig::Method::ngram)
+    throw Error(std::string("--speculative-config: ") +
+                (lo ? "prompt_lookup_min" : "prompt_lookup_max") + " is for method ngram");
   if (lo || hi) {
     c.prompt_lookup_min = lo.value_or(*hi);
     c.prompt_lookup_max = hi.value_or(*lo);
@@ -112,7 +132,22 @@ SpeculativeConfig parse_speculate_spec(const std::string& spec) {
   SpeculativeConfig c;
   const size_t colon = spec.find(':');
   const std::string method = spec.substr(0, colon);
-  if (method == "ngram") {
+  std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  std::error_code ec;
+  if (method == "draft" ||
+      (method != "ngram" && method != "replay" && std::filesystem::is_directory(spec, ec))) {
+    c.method = SpeculativeConfig::Method::draft_model;
+    c.num_speculative_tokens = 4;
+    if (method == "draft") {
+      // The directory runs to the first ",k=" (a comma may be part of its name).
+      const size_t keys = rest.find(",k=");
+      c.model = rest.substr(0, keys);
+      rest = keys == std::string::npos ? "" : rest.substr(keys + 1);
+    } else {
+      c.model = spec;
+      rest.clear();
+    }
+  } else if (method == "ngram") {
     c.method = SpeculativeConfig::Method::ngram;
     c.num_speculative_tokens = 4;
     c.prompt_lookup_min = 2;
@@ -121,10 +156,10 @@ SpeculativeConfig parse_speculate_spec(const std::string& spec) {
     c.method = SpeculativeConfig::Method::replay;
     c.num_speculative_tokens = 4;
   } else {
-    throw Error("speculate: unknown method '" + method + "' in '" + spec +
-                "' (ngram or replay:k=K,accept=A)");
+    throw Error("speculate: '" + spec +
+                "' is neither a method (ngram, replay:k=K,accept=A, draft:DIR) nor a model "
+                "directory");
   }
-  std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   while (!rest.empty()) {
     const size_t comma = rest.find(',');
     const std::string item = rest.substr(0, comma);

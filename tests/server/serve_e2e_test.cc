@@ -169,6 +169,42 @@ TEST_F(ServeEndToEnd, SpeculationGivesTheSameTextAndLogprobsAndCountsDrafts) {
   EXPECT_EQ(speculative.terminate(), 0) << speculative.log();
 }
 
+TEST_F(ServeEndToEnd, ADraftModelGivesTheSameTextAndLogprobsAndCountsDrafts) {
+  // stories260K in W4A8 drafted by its F32 checkpoint: most drafts stand, not all.
+  ServeProcess plain(serve_args({"--quantize", "w4a8-g32"}));
+  ServeProcess speculative(
+      serve_args({"--quantize", "w4a8-g32", "--speculative-config",
+                  R"({"model": ")" + model_dir() + R"(", "num_speculative_tokens": 3})"}));
+  for (const json& sampling :
+       {json{{"temperature", 0}}, json{{"temperature", 0.9}, {"seed", 9}, {"n", 2}}}) {
+    json body = sampling;
+    body.update({{"model", "stories"},
+                 {"prompt", kPrompts[1]},
+                 {"max_tokens", 48},
+                 {"logprobs", 2},
+                 {"ignore_eos", true}});
+    const HttpReply want = post(plain.port(), "/v1/completions", body.dump());
+    const HttpReply got = post(speculative.port(), "/v1/completions", body.dump());
+    ASSERT_EQ(want.status, 200) << want.body;
+    ASSERT_EQ(got.status, 200) << got.body;
+    EXPECT_EQ(json::parse(got.body)["choices"], json::parse(want.body)["choices"]) << sampling;
+  }
+  const double drafts = metric(speculative.port(), "vllm:spec_decode_num_draft_tokens_total{");
+  const double accepted = metric(speculative.port(), "vllm:spec_decode_num_accepted_tokens_total{");
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, drafts);
+  EXPECT_EQ(speculative.terminate(), 0) << speculative.log();
+  EXPECT_EQ(plain.terminate(), 0) << plain.log();
+}
+
+TEST(ServeLimits, ADraftModelWithAnotherTokenizerIsRefused) {
+  const CliResult r = run_dq4("serve " + shell_quote(model_dir()) + " --speculative-config " +
+                              shell_quote(R"({"model": ")" + fixtures_dir() +
+                                          R"(/tokenizer-llama2", "num_speculative_tokens": 2})"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("tokenizer is not the target's"), std::string::npos) << r.err;
+}
+
 TEST(ServeLimits, ABadSpeculativeConfigNamesTheField) {
   const CliResult r = run_dq4("serve " + shell_quote(model_dir()) +
                               " --speculative-config '{\"method\": \"ngram\", "

@@ -47,15 +47,20 @@ int run_generate(int argc, char** argv, int first) {
   args.option("json", "", "print one JSON object (ids, text, speeds) instead of streaming");
   args.option("speculative", "METHOD",
               "speculative decoding: ngram (prompt lookup; ngram:min=N,max=M sets the n-gram "
-              "sizes, default 2 to 4); the output is the same, in fewer steps");
+              "sizes, default 2 to 4) or DIR (a draft model: a smaller model with the same "
+              "tokenizer); the output is the same, in fewer steps");
   args.option("num-speculative-tokens", "K", "with --speculative: drafts per step at most", "4");
   if (!args.parse(argc, argv, first)) return 0;
   std::optional<SpeculativeConfig> speculative;
   if (args.given("speculative")) {
     const std::string method = args.value("speculative");
-    if (method.rfind("ngram", 0) != 0)
-      throw Error("option --speculative: unknown method '" + method + "' (ngram)");
-    speculative = parse_speculate_spec(method);
+    try {
+      speculative = parse_speculate_spec(method);
+    } catch (const Error& e) {
+      throw Error(std::string("option --speculative: ") + e.what());
+    }
+    if (speculative->method == SpeculativeConfig::Method::replay)
+      throw Error("option --speculative: replay is for benchmarks (ngram or a model directory)");
     speculative->num_speculative_tokens = args.integer("num-speculative-tokens");
     try {
       speculative->validate();
@@ -90,6 +95,9 @@ int run_generate(int argc, char** argv, int first) {
   }
   std::vector<TokenId> prompt = prompt_ids(args, *loaded.tokenizer);
   if (prompt.empty()) throw Error("the prompt is empty");
+  if (speculative)
+    load_draft_model(*speculative, *loaded.tokenizer, model.vocab_size(), draft_model_options(args),
+                     &loaded.threads());
   EngineOptions engine_options = offline_engine_options(ctx, model, kv_type_option(args));
   engine_options.speculative = speculative;
   OfflineEngine engine(*loaded.model, *loaded.tokenizer, engine_options, &loaded.threads());

@@ -121,7 +121,8 @@ int run_serve(int argc, char** argv, int first) {
       .option("speculative-config", "JSON",
               "speculative decoding, vLLM's shape: '{\"method\": \"ngram\", "
               "\"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4, "
-              "\"prompt_lookup_min\": 2}' (outputs unchanged, fewer steps)")
+              "\"prompt_lookup_min\": 2}' or a draft model, '{\"model\": DIR, "
+              "\"num_speculative_tokens\": 4}' (outputs unchanged, fewer steps)")
       .option("max-waiting-requests", "N", "queued requests at most; beyond: 503", "1024")
       .option("max-body-size", "SIZE", "request bodies at most; larger: 413", "8MiB")
       .option("http-threads", "N", "threads for network I/O", "2")
@@ -192,6 +193,9 @@ int run_serve(int argc, char** argv, int first) {
   Listener listener(server_options.host, server_options.port);
   LoadedModel loaded = load_model(args, /*need_tokenizer=*/true);
   const Tokenizer& tokenizer = *loaded.tokenizer;
+  if (engine_options.speculative)
+    load_draft_model(*engine_options.speculative, tokenizer, loaded.model->vocab_size(),
+                     draft_model_options(args), &loaded.threads());
   const std::optional<ChatTemplate> chat_template =
       load_chat_template(dir, args.value("chat-template"));
 

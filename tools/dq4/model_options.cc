@@ -37,6 +37,12 @@ attention::KvType kv_type_option(const Args& args) {
   throw Error("option --kv-cache-dtype: expected f32 or bf16, got '" + t + "'");
 }
 
+ModelOptions draft_model_options(const Args& args) {
+  ModelOptions options;
+  options.linear = linear_options(args);
+  return options;
+}
+
 LoadedModel load_model(const Args& args, bool need_tokenizer, bool quiet) {
   const std::string dir = args.value("model");
   if (dir.empty()) throw Error("missing option --model (-m DIR)");

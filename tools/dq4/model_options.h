@@ -27,6 +27,10 @@ struct LoadedModel {
   ThreadPool& threads() { return pool ? *pool : ThreadPool::global(); }
 };
 
+// How a draft model (speculative decoding) loads: as stored, with the target's --activations and
+// --quantize-dense.
+ModelOptions draft_model_options(const Args& args);
+
 // Loads the model of -m with a progress bar on stderr; `quiet` leaves out the summary line
 // (load time, packed bytes, resident memory) that is otherwise printed on stderr.
 LoadedModel load_model(const Args& args, bool need_tokenizer, bool quiet = false);

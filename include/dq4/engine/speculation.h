@@ -11,9 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "dq4/model/model.h"
 #include "dq4/tokenizer/tokenizer.h"
 
 namespace dq4 {
+
+class ThreadPool;
 
 struct SpeculativeConfig {
   enum class Method {
@@ -24,6 +27,9 @@ struct SpeculativeConfig {
     // plain run produced) past the sequence's length, correct for `replay_accept` of the drafts
     // over time and wrong at the first draft after them.
     replay,
+    // A smaller model with the target's tokenizer proposes its greedy continuation, for all
+    // sequences of a step in one forward per draft position, over its own paged KV cache.
+    draft_model,
   };
   Method method = Method::ngram;
   int64_t num_speculative_tokens = 0;  // drafts per step at most (0: no speculation)
@@ -31,19 +37,36 @@ struct SpeculativeConfig {
   int64_t prompt_lookup_max = 5;
   double replay_accept = 1.0;
   std::shared_ptr<const std::vector<TokenId>> replay_tokens;
+  // draft_model: the draft's directory (what parsing gives), and the model loaded from it, which
+  // the engine runs on its own threads (load_draft_model checks it against the target).
+  std::string model;
+  std::shared_ptr<Model> draft;
 
   // Throws dq4::Error naming the field for a value out of range.
   void validate() const;
-  // "ngram" or "replay:k=4,accept=0.6": how benchmarks name the case.
+  // "ngram:k=4,min=2,max=4", "replay:k=4,accept=0.6" or "draft:DIR,k=4": how benchmarks name
+  // the case.
   std::string name() const;
 };
 
 // vLLM's --speculative-config JSON: {"method": "ngram", "num_speculative_tokens": 4,
-// "prompt_lookup_max": 4, "prompt_lookup_min": 2} (either bound alone sets both, neither: 5).
-// Throws dq4::Error naming the field at fault.
+// "prompt_lookup_max": 4, "prompt_lookup_min": 2} (either bound alone sets both, neither: 5), or
+// {"model": DIR, "num_speculative_tokens": 4} (method "draft_model" or none). Throws dq4::Error
+// naming the field at fault.
 SpeculativeConfig parse_speculative_config(const std::string& json);
-// "ngram[:k=K,min=N,max=M]" or "replay:k=K,accept=A" (replay_tokens left for the caller).
+// "ngram[:k=K,min=N,max=M]", "replay:k=K,accept=A", "draft:DIR[,k=K]" or a model directory alone
+// (replay_tokens and the draft model left for the caller).
 SpeculativeConfig parse_speculate_spec(const std::string& spec);
+
+// Loads config.model into config.draft (on `pool`'s threads) after checking that its tokenizer
+// is the target's, and that its vocabulary holds the target's `target_vocab` ids: throws
+// dq4::Error naming the draft's directory and what differs.
+void load_draft_model(SpeculativeConfig& config, const Tokenizer& target_tokenizer,
+                      int64_t target_vocab, const ModelOptions& options = {},
+                      ThreadPool* pool = nullptr);
+// Throws dq4::Error naming `draft_dir` and the first thing in which the two tokenizers differ.
+void check_same_tokenizer(const Tokenizer& target, const Tokenizer& draft,
+                          const std::string& draft_dir);
 
 // One sequence's proposer (it may keep state across the sequence's steps).
 class Proposer {
@@ -54,7 +77,12 @@ class Proposer {
   virtual int64_t propose(std::span<const TokenId> tokens, std::span<TokenId> out) = 0;
 };
 
+// ngram and replay; draft_model needs make_draft_model_proposer.
 std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config);
+// A draft model's proposer for one sequence of up to `max_len` tokens, outside an engine (the
+// benchmarks'): the engine's batched drafting over a pool of its own.
+std::unique_ptr<Proposer> make_draft_model_proposer(Model& draft, int64_t target_vocab,
+                                                    int64_t max_len, ThreadPool* pool = nullptr);
 
 // Speculation's counters (EngineStats): vLLM's spec_decode metrics.
 struct SpeculationStats {

@@ -164,9 +164,8 @@ struct SpeculativeRun {
 // `between` runs after every step, untimed (the plain decode's read probe, which leaves the caches
 // as cold for the next step).
 SpeculativeRun speculative_decode(Session& session, std::span<const int32_t> prompt, int64_t count,
-                                  const SpeculativeConfig& config,
+                                  const SpeculativeConfig& config, Proposer& proposer,
                                   const std::function<void()>& between) {
-  const std::unique_ptr<Proposer> proposer = make_proposer(config);
   SpeculativeRun run;
   session.truncate(0);
   std::vector<int32_t> tokens(prompt.begin(), prompt.end());
@@ -178,7 +177,7 @@ SpeculativeRun speculative_decode(Session& session, std::span<const int32_t> pro
     const int64_t room = count - static_cast<int64_t>(tokens.size() - prompt.size());
     const std::span<int32_t> drafts = std::span(step).subspan(
         1, static_cast<size_t>(std::min(config.num_speculative_tokens, room)));
-    const auto n = static_cast<size_t>(proposer->propose(tokens, drafts));
+    const auto n = static_cast<size_t>(proposer.propose(tokens, drafts));
     const std::span<const float> rows = session.feed_all(std::span(step).first(n + 1));
     const size_t vocab = rows.size() / (n + 1);
     size_t j = 0;
@@ -271,7 +270,12 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
       auto reference = std::make_shared<std::vector<TokenId>>(prompt);
       reference->insert(reference->end(), plain_tokens.begin(), plain_tokens.end());
       config.replay_tokens = reference;
-      spec_runs[i] = speculative_decode(session, prompt, s.decode_tokens, config,
+      // A draft model's proposer runs on the case's threads, its cache sized for the run.
+      const std::unique_ptr<Proposer> proposer =
+          config.draft ? make_draft_model_proposer(*config.draft, c.vocab_size,
+                                                   kDecodePrompt + s.decode_tokens, &pool)
+                       : make_proposer(config);
+      spec_runs[i] = speculative_decode(session, prompt, s.decode_tokens, config, *proposer,
                                         [&] { probes.read.read_next(pool, threads, kProbeChunk); });
       if (spec_runs[i].generated != plain_tokens)
         throw Error("bench model: speculative decoding (" + config.name() +
@@ -350,7 +354,7 @@ int run_model_bench(int argc, char** argv, int first) {
   args.option("speculate", "SPEC",
               "also decode speculatively, greedy, beside each plain decode: "
               "replay:k=K,accept=A (drafts from the plain run's own tokens, a share A right) or "
-              "ngram[:k=K,min=N,max=M] (repeatable)");
+              "ngram[:k=K,min=N,max=M] or a draft model, draft:DIR[,k=K] or DIR (repeatable)");
   args.repeatable("speculate");
   if (!args.parse(argc, argv, first)) return 0;
   const bool json = args.flag("json");
@@ -400,6 +404,11 @@ int run_model_bench(int argc, char** argv, int first) {
       o.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total, "layers"); };
       model = Model::load(dir, o);
     }
+    if (prompts)
+      for (SpeculativeConfig& c : s.speculate)
+        if (c.method == SpeculativeConfig::Method::draft_model && !c.draft)
+          load_draft_model(c, Tokenizer::from_directory(dir), model->vocab_size(),
+                           draft_model_options(args));
     const std::vector<std::string> lines = model->describe();
     const std::string head = lines.back();
     if (!quantized_head) {
