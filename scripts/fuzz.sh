@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz/ and runs each one for a
-# bounded time (FUZZ_SECONDS per target, default 45), seeded from the fixtures and from
+# bounded time (FUZZ_SECONDS per target, default 30), seeded from the fixtures and from
 # fuzz/regressions/<target>/ (inputs that once failed, replayed first). FUZZ_SEED (default 1) fixes
 # the mutation sequence so a CI run is reproducible; FUZZ_SEED=0 lets libFuzzer pick one.
 # Needs: clang libclang-rt-dev cmake nlohmann-json3-dev libpcre2-dev, and DQ4_FIXTURES (default
@@ -9,7 +9,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 export DQ4_FIXTURES="${DQ4_FIXTURES:-$root/../shared/fixtures}"
-seconds="${FUZZ_SECONDS:-45}"
+seconds="${FUZZ_SECONDS:-30}"
 fuzz_seed="${FUZZ_SEED:-1}"
 build="$root/build-fuzz"
 fixtures="$DQ4_FIXTURES"

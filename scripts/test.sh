@@ -39,6 +39,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 stage "aarch64 cross build (the whole library), model and kernel tests under qemu"
 "$root/scripts/test-arm.sh"
 
-stage "libFuzzer targets, ${FUZZ_SECONDS:-45} s each"
+stage "libFuzzer targets, ${FUZZ_SECONDS:-30} s each"
 "$root/scripts/fuzz.sh"
 stage "all tests passed"
