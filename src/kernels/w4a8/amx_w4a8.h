@@ -134,9 +134,17 @@ void unpack_panel(const Layout& l, const PanelView& panel, const Scratch& s) {
 
 // The 32 x 32 int32 sums over k in [k0, k0 + chunks * chunk) of the A rows at `a` (lda apart)
 // and the B block pair at `b` (column half), stored to `sums` as [32 rows][32 columns].
-template <class Tiles>
+// The next panel's packed bytes, fetched into L2 a few lines per chunk while this panel
+// computes: the weights' read then overlaps the tiles' work instead of preceding the unpack.
+struct Prefetch {
+  const uint8_t* next;
+  const uint8_t* end;
+  int64_t lines_per_chunk;
+};
+
+template <class Tiles, class Simd>
 inline void dot_chunks(const int8_t* a, int64_t lda, const int8_t* b0, int64_t block_bytes,
-                       int64_t k0, int64_t chunks, int64_t chunk, int32_t* sums) {
+                       int64_t k0, int64_t chunks, int64_t chunk, int32_t* sums, Prefetch& pf) {
   a += k0;
   b0 += k0 * 16;
   const int8_t* b1 = b0 + block_bytes;
@@ -153,6 +161,8 @@ inline void dot_chunks(const int8_t* a, int64_t lda, const int8_t* b0, int64_t b
     Tiles::template dpbssd<kC01, kA0, kB1>();
     Tiles::template dpbssd<kC10, kA1, kB0>();
     Tiles::template dpbssd<kC11, kA1, kB1>();
+    for (int64_t i = 0; i < pf.lines_per_chunk && pf.next < pf.end; ++i, pf.next += 64)
+      Simd::prefetch(pf.next);
   }
   Tiles::template store<kC00>(sums, 128);
   Tiles::template store<kC01>(sums + 16, 128);
@@ -174,11 +184,12 @@ struct BlockOut {
 
 // One row block x column half of a panel, from the A rows at `a` (lda apart).
 template <class Tiles, class Simd>
-void block(const Layout& l, const Scratch& s, const int8_t* a, int64_t lda, const BlockOut& o) {
+void block(const Layout& l, const Scratch& s, const int8_t* a, int64_t lda, const BlockOut& o,
+           Prefetch& pf) {
   const int64_t chunk = chunk_bytes(l), block_bytes = padded_k(l) * 16;
   const int8_t* b = s.b + (o.c0 / 16) * block_bytes;
   if (l.channelwise) {
-    dot_chunks<Tiles>(a, lda, b, block_bytes, 0, padded_k(l) / chunk, chunk, s.c);
+    dot_chunks<Tiles, Simd>(a, lda, b, block_bytes, 0, padded_k(l) / chunk, chunk, s.c, pf);
     return Simd::finish_channelwise(s.c, o);
   }
   for (int64_t g0 = 0; g0 < l.groups; g0 += kGroupBatch) {
@@ -186,8 +197,8 @@ void block(const Layout& l, const Scratch& s, const int8_t* a, int64_t lda, cons
     for (int i = 0; i < batch; ++i) {
       const int64_t g = g0 + i;
       const int64_t chunks = (l.group_steps(g) * 8 + chunk - 1) / chunk;
-      dot_chunks<Tiles>(a, lda, b, block_bytes, l.group_begin(g), chunks, chunk,
-                        s.c + i * kBlockSums);
+      dot_chunks<Tiles, Simd>(a, lda, b, block_bytes, l.group_begin(g), chunks, chunk,
+                              s.c + i * kBlockSums, pf);
     }
     Simd::accumulate_groups(s.c, s.scale + g0 * kNr + o.c0, batch, o.rows, s.facc, g0 == 0);
   }
@@ -213,6 +224,11 @@ void run_tiles(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, 
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     unpack_panel<Simd>(l, panel, s);
+    const int64_t halves = std::min<int64_t>(2, (l.n - p * kNr + 31) / 32);
+    const int64_t chunks = halves * ((rows + kRowBlock - 1) / kRowBlock) * (padded_k(l) / 32);
+    const uint8_t* next = panel.base + l.panel_bytes;
+    Prefetch pf{next, p + 1 < p1 ? next + l.panel_bytes : next,
+                (l.panel_bytes / 64 + chunks - 1) / chunks * (chunk_bytes(l) / 32)};
     for (int c0 = 0; c0 < kNr && p * kNr + c0 < l.n; c0 += 32)
       for (int64_t rb = 0; rb < rows; rb += kRowBlock) {
         const int8_t* a = rb < copied ? lhs.q + (m0 + rb) * lhs.ldq : s.a + (rb - copied) * lda;
@@ -226,7 +242,7 @@ void run_tiles(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, 
         o.y = y + o.m * ldy + p * kNr + c0;
         o.ldy = ldy;
         o.e = e;
-        block<Tiles, Simd>(l, s, a, lda, o);
+        block<Tiles, Simd>(l, s, a, lda, o, pf);
       }
   }
 }
@@ -243,6 +259,7 @@ struct ScalarSimd {
         b[j * block_bytes + 64 + i] = static_cast<int8_t>((raw >> 4) - 8);
       }
   }
+  static void prefetch(const void*) {}
   static void widen_scales(const uint16_t* bf16, float* f32) {
     for (int c = 0; c < kNr; ++c) {
       const uint32_t bits = uint32_t{bf16[c]} << 16;

@@ -78,6 +78,7 @@ struct Avx512Simd {
       _mm512_storeu_si512(b + j * block_bytes + 64, hi);
     }
   }
+  static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1); }
   static void widen_scales(const uint16_t* bf16, float* f32) {
     for (int j = 0; j < 4; ++j)
       _mm512_storeu_ps(f32 + 16 * j, _mm512_castsi512_ps(_mm512_slli_epi32(
