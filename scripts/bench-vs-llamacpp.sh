@@ -42,10 +42,11 @@ rm -rf "${work:?}/$preset"
 
 for round in $(seq "$rounds"); do
   echo "== round $round of $rounds: dq4 bench model (W4A8 G32, BF16 head)"
-  "${wrap[@]}" "$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json > "$work/dq4-$round.json"
+  "${wrap[@]}" "$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json \
+    > "$work/dq4-$round.json"
   echo "== round $round of $rounds: llama.cpp (node-llama-cpp 3.21.1, Q4_0, BF16 head)"
-  "${wrap[@]}" node "$root/tests/js/llamacpp_bench.mjs" "$work/w4a8-g32.gguf" --threads "$threads" --pp 512 \
-    --tg 128 > "$work/llamacpp-$round.json"
+  "${wrap[@]}" node "$root/tests/js/llamacpp_bench.mjs" "$work/w4a8-g32.gguf" \
+    --threads "$threads" --pp 512 --tg 128 > "$work/llamacpp-$round.json"
 done
 
 # Per round, dq4's first case of each (phase, tokens, threads) is the BF16 head's, like the GGUF's.
