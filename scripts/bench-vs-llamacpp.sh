@@ -12,7 +12,8 @@
 # at the end. DQ4_BIN overrides the binary (default build/dq4, built here when missing);
 # THREADS the thread counts (default 1,2); ROUNDS the alternations (default 3). PRESET another
 # synth preset (e.g. qwen3-30b-a3b, a mixture of experts exported as llama.cpp's qwen3moe) and
-# LAYERS its depth (synth --layers), so that a large model fits the scratch directory.
+# LAYERS its depth (synth --layers), so that a large model fits the scratch directory. BENCH_WRAP
+# a command prefix for each timed run (e.g. `flock FILE` on a host other programs benchmark on).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dq4="${DQ4_BIN:-$root/build/dq4}"
@@ -20,6 +21,7 @@ threads="${THREADS:-1,2}"
 rounds="${ROUNDS:-3}"
 preset="${PRESET:-llama-1b}"
 layers=()
+read -r -a wrap <<< "${BENCH_WRAP:-}"
 if [[ -n "${LAYERS:-}" ]]; then layers=(--layers "$LAYERS"); fi
 if [[ ! -x "$dq4" ]]; then
   cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -40,10 +42,11 @@ rm -rf "${work:?}/$preset"
 
 for round in $(seq "$rounds"); do
   echo "== round $round of $rounds: dq4 bench model (W4A8 G32, BF16 head)"
-  "$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json > "$work/dq4-$round.json"
+  "${wrap[@]}" "$dq4" bench model -m "$work/w4a8-g32" --threads-list "$threads" --json \
+    > "$work/dq4-$round.json"
   echo "== round $round of $rounds: llama.cpp (node-llama-cpp 3.21.1, Q4_0, BF16 head)"
-  node "$root/tests/js/llamacpp_bench.mjs" "$work/w4a8-g32.gguf" --threads "$threads" --pp 512 \
-    --tg 128 > "$work/llamacpp-$round.json"
+  "${wrap[@]}" node "$root/tests/js/llamacpp_bench.mjs" "$work/w4a8-g32.gguf" \
+    --threads "$threads" --pp 512 --tg 128 > "$work/llamacpp-$round.json"
 done
 
 # Per round, dq4's first case of each (phase, tokens, threads) is the BF16 head's, like the GGUF's.

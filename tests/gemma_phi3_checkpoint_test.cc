@@ -3,12 +3,17 @@
 // quantize_checkpoint with one scheme per module, group 32): Phi-3's fused qkv_proj and
 // gate_up_proj are quantized as the single modules they are, and load as dq4's fused layers
 // directly; every model loads and predicts what its F32 original predicts, within the error
-// int4 weights and int8 activations make.
+// int4 weights and int8 activations make. Gemma 3 multimodal checkpoints (fixtures made here from
+// a synthetic Gemma 3: its config nested as text_config, its tensors renamed into either layout
+// transformers writes, a vision tensor beside them) load as the text model they hold.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <numeric>
 
 #include "dq4/convert/quantize.h"
@@ -101,6 +106,76 @@ INSTANTIATE_TEST_SUITE_P(TinyPresets, QuantizedCheckpoint,
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// `from` (a synthetic Gemma 3) as a Gemma3ForConditionalGeneration checkpoint in `to`: its
+// config.json as text_config, its text tensors renamed "model.X" -> text_prefix + "X" and
+// "lm_head.weight" -> head + ".weight" (data unchanged), and a vision tensor named with
+// vision_prefix, which the text model must not read.
+void write_multimodal(const std::string& from, const std::string& to,
+                      const std::string& text_prefix, const std::string& head,
+                      const std::string& vision_prefix) {
+  namespace fs = std::filesystem;
+  fs::create_directories(to);
+  for (const fs::directory_entry& f : fs::directory_iterator(from))
+    if (f.path().filename() != "model.safetensors" && f.path().filename() != "config.json")
+      fs::copy_file(f.path(), to + "/" + f.path().filename().string());
+  nlohmann::json text = nlohmann::json::parse(read_file(from + "/config.json"));
+  text.erase("architectures");
+  text["model_type"] = "gemma3_text";
+  const nlohmann::json config = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                                 {"model_type", "gemma3"},
+                                 {"text_config", text}};
+  write_file(to + "/config.json", config.dump());
+
+  const std::string bytes = read_file(from + "/model.safetensors");
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, bytes.data(), sizeof header_size);
+  const nlohmann::json header = nlohmann::json::parse(bytes.substr(8, header_size));
+  std::string data = bytes.substr(8 + header_size);
+  nlohmann::json renamed = nlohmann::json::object();
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__")
+      renamed[name] = entry;
+    else if (name == "lm_head.weight")
+      renamed[head + ".weight"] = entry;
+    else
+      renamed[text_prefix + name.substr(std::string("model.").size())] = entry;
+  }
+  const std::vector<float> vision(4, 1.0f);
+  renamed[vision_prefix + "vision_model.post_layernorm.weight"] = {
+      {"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {data.size(), data.size() + 16}}};
+  data.append(reinterpret_cast<const char*>(vision.data()), 16);
+  std::string out_header = renamed.dump();
+  out_header.append((8 - out_header.size() % 8) % 8, ' ');
+  write_file(to + "/model.safetensors",
+             safetensors_bytes(out_header, std::vector<uint8_t>(data.begin(), data.end())));
+}
+
+// Both layouts of a Gemma 3 multimodal checkpoint (untied head, so that its name matters):
+// transformers before 4.52 (language_model.model., language_model.lm_head, vision_tower.) and
+// after (model.language_model., lm_head, model.vision_tower.) predict what the text model
+// predicts, bit for bit.
+TEST(Gemma3Multimodal, BothTextPrefixesLoadAsTheTextModel) {
+  ScratchDir scratch;
+  SynthOptions s = synth_preset("tiny-gemma3");
+  s.dtype = Dtype::F32;
+  s.config.tie_word_embeddings = false;
+  s.config.keys.push_back("tie_word_embeddings");  // Gemma ties unless the config says otherwise
+  s.output_dir = scratch.file("text");
+  write_synthetic_model(s);
+  write_multimodal(s.output_dir, scratch.file("older"), "language_model.model.",
+                   "language_model.lm_head", "vision_tower.");
+  write_multimodal(s.output_dir, scratch.file("newer"), "model.language_model.", "lm_head",
+                   "model.vision_tower.");
+  EXPECT_EQ(Architecture::read(scratch.file("older")).embedding,
+            "language_model.model.embed_tokens.weight");
+  EXPECT_EQ(Architecture::read(scratch.file("newer")).head->name, "lm_head");
+
+  const std::vector<int32_t> ids = {5, 17, 200, 3, 91, 44, 310, 8, 12, 77};
+  const std::vector<float> want = last_logits(s.output_dir, ids);
+  EXPECT_EQ(last_logits(scratch.file("older"), ids), want);
+  EXPECT_EQ(last_logits(scratch.file("newer"), ids), want);
+}
 
 }  // namespace
 }  // namespace dq4::test

@@ -6,27 +6,20 @@
 // equal and the next-token probabilities close.
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <numeric>
-#include <sstream>
 
 #include "dq4/convert/gguf_export.h"
 #include "dq4/convert/synth.h"
 #include "dq4/model/kv_cache.h"
 #include "dq4/model/model.h"
+#include "llamacpp_reference.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {
 namespace {
-
-using Json = nlohmann::json;
 
 // Probabilities: both sides compute in f32 (llama.cpp with an f32 KV cache), so they differ by
 // rounding only.
@@ -39,37 +32,6 @@ constexpr double kGeluTableTolerance = 3e-3;  // relative
 // llama.cpp's two most probable tokens this close are a tie either side may break differently;
 // the sequences are compared up to there.
 constexpr double kTie = 1e-5;
-
-struct Prompt {
-  std::vector<int32_t> ids;
-  int64_t n = 0;  // tokens to generate
-};
-
-struct Generation {
-  std::vector<int32_t> ids;
-  std::vector<std::vector<float>> probabilities;             // dq4: the full distribution per step
-  std::vector<std::vector<std::pair<int32_t, double>>> top;  // llama.cpp: its most probable
-};
-
-// Pseudo-random prompt ids in [0, vocab) (fixed: the test is deterministic).
-std::vector<int32_t> prompt_ids(int64_t count, int64_t vocab, uint32_t seed) {
-  std::vector<int32_t> ids;
-  uint32_t s = seed;
-  for (int64_t i = 0; i < count; ++i) {
-    s = s * 1664525u + 1013904223u;
-    ids.push_back(static_cast<int32_t>((s >> 8) % static_cast<uint32_t>(vocab)));
-  }
-  return ids;
-}
-
-std::vector<float> softmax(const float* logits, int64_t n) {
-  const float max = *std::max_element(logits, logits + n);
-  std::vector<float> p(logits, logits + n);
-  double sum = 0;
-  for (float& v : p) sum += v = std::exp(v - max);
-  for (float& v : p) v = static_cast<float>(v / sum);
-  return p;
-}
 
 // dq4: Model::forward over a KV cache, the prompt in one chunk, then one token at a time.
 Generation run_dq4(const std::string& dir, const Prompt& prompt) {
@@ -98,45 +60,6 @@ Generation run_dq4(const std::string& dir, const Prompt& prompt) {
     fed.push_back(next);
   }
   return g;
-}
-
-// llama.cpp on the same ids, all prompts in one node process.
-std::vector<Generation> run_llamacpp(const std::string& gguf, const std::vector<Prompt>& prompts) {
-  const std::string js_dir = DQ4_JS_DIR;
-  if (!std::filesystem::exists(js_dir + "/node_modules/node-llama-cpp/package.json")) {
-    ADD_FAILURE() << js_dir
-                  << "/node_modules/node-llama-cpp is missing: run scripts/install-deps.sh";
-    return {};
-  }
-  Json request = {{"model", gguf}, {"threads", 1}, {"top", 8}, {"prompts", Json::array()}};
-  for (const Prompt& p : prompts) request["prompts"].push_back({{"ids", p.ids}, {"n", p.n}});
-  const std::string in = gguf + ".request.json", out = gguf + ".result.json";
-  std::ofstream(in) << request.dump();
-  const std::string command =
-      "node " + js_dir + "/llamacpp_reference.mjs < '" + in + "' > '" + out + "'";
-  const int status = std::system(command.c_str());
-  if (status != 0) {
-    const bool no_node = WIFEXITED(status) && WEXITSTATUS(status) == 127;
-    ADD_FAILURE() << "'" << command << "' failed"
-                  << (no_node ? ": node is not on PATH; run scripts/install-deps.sh" : "");
-    return {};
-  }
-  std::ifstream result(out);
-  std::stringstream text;
-  text << result.rdbuf();
-  const Json results = Json::parse(text.str());
-  std::vector<Generation> generations;
-  for (const Json& r : results.at("results")) {
-    Generation g;
-    g.ids = r["ids"].get<std::vector<int32_t>>();
-    for (const Json& step : r["top"]) {
-      g.top.emplace_back();
-      for (const Json& entry : step)
-        g.top.back().emplace_back(entry[0].get<int32_t>(), entry[1].get<double>());
-    }
-    generations.push_back(std::move(g));
-  }
-  return generations;
 }
 
 void expect_same_generation(const Generation& ours, const Generation& reference, double tolerance) {

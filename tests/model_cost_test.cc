@@ -94,6 +94,7 @@ TEST(ModelCost, TiedF32LlamaMatchesTheHandCount) {
   // tied head 64 -> 128.
   const int64_t layer_macs = 64 * 192 + 64 * 64 + 64 * 256 + 128 * 64;
   EXPECT_EQ(cost.linear_ops, 2 * (kLayers * layer_macs + 64 * 128));
+  EXPECT_EQ(cost.head_ops, 2 * 64 * 128);
   // F32 packs: n * (k + 1) * 4 bytes per part.
   const int64_t layer_packed = (192 * 65 + 64 * 65 + 256 * 65 + 64 * 129) * 4;
   const int64_t head_packed = 128 * 65 * 4;

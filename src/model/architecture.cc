@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 
+#include "dq4/io/checkpoint.h"
 #include "dq4/kernels/error.h"
 
 namespace dq4 {
@@ -205,17 +206,30 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
     refuse(file, "use_sliding_window", "Qwen's per-layer sliding window is not supported");
   a.layer_window.assign(static_cast<size_t>(c.num_hidden_layers), a.sliding_window);
   if (gemma2 || gemma3) configure_gemma(c, file, gemma3, a);
-  if (arch == "Gemma3ForConditionalGeneration") a.prefix = "language_model.model.";
-  a.embedding = a.prefix + "embed_tokens.weight";
-  a.final_norm = a.prefix + "norm.weight";
-  if (!a.config.tie_word_embeddings)
-    a.head = LinearModule{a.prefix == "model." ? "lm_head" : "language_model.lm_head", c.vocab_size,
-                          c.hidden_size, false};
+  if (arch == "Gemma3ForConditionalGeneration")
+    a.name_text_model("language_model.model.", "language_model.lm_head");
+  else
+    a.name_text_model("model.", "lm_head");
   return a;
 }
 
+void Architecture::name_text_model(const std::string& text_prefix, const std::string& head_name) {
+  prefix = text_prefix;
+  embedding = prefix + "embed_tokens.weight";
+  final_norm = prefix + "norm.weight";
+  if (!config.tie_word_embeddings)
+    head = LinearModule{head_name, config.vocab_size, config.hidden_size, false};
+}
+
 Architecture Architecture::read(const std::string& model_dir) {
-  return from_config(ModelConfig::read(model_dir), model_dir + "/config.json");
+  Architecture a = from_config(ModelConfig::read(model_dir), model_dir + "/config.json");
+  // Gemma 3 multimodal checkpoints: transformers before 4.52 wrote the text model under
+  // language_model.model. (its head language_model.lm_head), later versions under
+  // model.language_model. (its head lm_head); the checkpoint's names tell which.
+  if (a.config.architecture == "Gemma3ForConditionalGeneration" &&
+      Checkpoint::open_dir(model_dir).find("model.language_model.embed_tokens.weight") != nullptr)
+    a.name_text_model("model.language_model.", "lm_head");
+  return a;
 }
 
 bool Architecture::sparse_layer(int64_t index) const {

@@ -40,6 +40,7 @@ TokenCost Model::cost_per_token(attention::KvType kv_type) const {
       add_vector(*norm);
   }
   add_linear(m.head);
+  cost.head_ops = 2 * m.head.in_features() * m.head.out_features();
   add_vector(m.final_norm);
   add_vector(m.inv_freq);
   add_vector(m.inv_freq_local);

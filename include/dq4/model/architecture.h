@@ -76,7 +76,9 @@ struct Architecture {
   int64_t longrope_original_context = 0;
   float rope_attention_factor = 1.0f;  // longrope's scaling of cos and sin
 
-  std::string prefix = "model.";  // "language_model.model." for Gemma 3 multimodal checkpoints
+  // The text model's tensors: "model.", or for Gemma 3 multimodal checkpoints
+  // "language_model.model." (older transformers) or "model.language_model." (newer).
+  std::string prefix = "model.";
 
   std::string embedding = "model.embed_tokens.weight";
   std::string final_norm = "model.norm.weight";
@@ -86,7 +88,11 @@ struct Architecture {
   // Throws dq4::Error naming the config file's field for an architecture, activation, rope type
   // or other setting dq4 does not run; `file` names config.json in messages.
   static Architecture from_config(const ModelConfig& config, const std::string& file);
-  static Architecture read(const std::string& model_dir);  // model_dir/config.json
+  // model_dir/config.json, and for Gemma 3 multimodal checkpoints the names of the checkpoint
+  // there (which prefix its text model is under).
+  static Architecture read(const std::string& model_dir);
+  // Puts the text model's tensors under `text_prefix`, an untied head at `head_name`.
+  void name_text_model(const std::string& text_prefix, const std::string& head_name);
 
   LayerModules layer(int64_t index) const;
   // Whether layer `index` is a mixture of experts (decoder_sparse_step, mlp_only_layers).

@@ -53,6 +53,8 @@ struct TokenCost {
   // Operations of the linear layers per token, 2 per multiply-add (the head included; attention's
   // scores and weighted sums left out).
   int64_t linear_ops = 0;
+  // The head's share of linear_ops: a prompt computes it for its last token only.
+  int64_t head_ops = 0;
   // Bytes of keys and values one position takes in the KV cache, over all layers: what the cache
   // grows by per token, and what attention reads per position of context.
   size_t kv_bytes = 0;

@@ -230,7 +230,9 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
         before = after;
       }
       Case k{"prompt", head, n, threads};
-      k.work_per_token = static_cast<double>(cost.linear_ops);
+      // The head runs on the prompt's last token only.
+      k.work_per_token = static_cast<double>(cost.linear_ops - cost.head_ops) +
+                         static_cast<double>(cost.head_ops) / static_cast<double>(n);
       k = summarize_repeats(k, repeats);
       k.peak_rss_mb = probes.peak_rss_mb();
       cases.push_back(k);
