@@ -4,17 +4,6 @@
 
 namespace dq4::engine {
 
-namespace {
-
-// Below this average acceptance a sequence stops drafting for a while: each rejected draft is a
-// row of work for nothing. Its pauses double (up to kMaxPause steps) while single-draft probes
-// keep failing.
-constexpr double kLowAcceptance = 0.3;
-constexpr double kAverageWeight = 0.3;  // of the latest step in the running average
-constexpr int64_t kMaxPause = 8;
-
-}  // namespace
-
 Speculator::Speculator(const SpeculativeConfig& config, int64_t row_budget)
     : config_(config), row_budget_(row_budget) {
   config_.validate();
@@ -35,14 +24,9 @@ int64_t Speculator::drafts_per_sequence(int64_t decoding) const {
 
 void Speculator::propose(Sequence& seq, DraftState& state, int64_t limit) const {
   seq.drafts.clear();
-  if (limit <= 0) return;
-  if (state.pause > 0) {
-    --state.pause;
-    return;
-  }
-  // Acceptance low: one draft, a probe of whether the text turned predictable.
-  if (state.acceptance < kLowAcceptance) limit = 1;
-  seq.drafts.resize(static_cast<size_t>(limit));
+  const int64_t count = state.pacing.drafts(limit);
+  if (count == 0) return;
+  seq.drafts.resize(static_cast<size_t>(count));
   const int64_t n = state.proposer->propose(seq.tokens, seq.drafts);
   seq.drafts.resize(static_cast<size_t>(n));
 }
@@ -55,14 +39,7 @@ void Speculator::record(DraftState& state, int64_t drafted, int64_t accepted) {
   for (int64_t i = 0; i < accepted && i < static_cast<int64_t>(stats_.accepted_per_position.size());
        ++i)
     ++stats_.accepted_per_position[static_cast<size_t>(i)];
-  const double rate = static_cast<double>(accepted) / static_cast<double>(drafted);
-  state.acceptance = (1 - kAverageWeight) * state.acceptance + kAverageWeight * rate;
-  if (state.acceptance >= kLowAcceptance) {
-    state.backoff = 1;
-  } else if (accepted == 0) {
-    state.backoff = std::min(state.backoff * 2, kMaxPause);
-    state.pause = state.backoff;
-  }
+  state.pacing.record(drafted, accepted);
 }
 
 }  // namespace dq4::engine

@@ -1,7 +1,7 @@
 #pragma once
 // The engine's side of speculative decoding: how many drafts each decoding sequence proposes this
 // step (adapting to its acceptance and to the step's size), and the counters of what verification
-// accepted. The verification itself (the rows drawn one by one until a draft differs) is in
+// accepted. The verification itself (the rows drawn one by one until a draft is rejected) is in
 // engine.cc's sampling.
 
 #include <cstdint>
@@ -16,9 +16,7 @@ namespace dq4::engine {
 // One sequence's proposer and how well its drafts have done.
 struct DraftState {
   std::unique_ptr<Proposer> proposer;
-  double acceptance = 1.0;  // running average of accepted / drafted per step
-  int64_t pause = 0;        // steps left without drafts (after low acceptance)
-  int64_t backoff = 1;      // the next pause's length
+  DraftPacing pacing;
 };
 
 class Speculator {
@@ -29,6 +27,9 @@ class Speculator {
   Speculator(const SpeculativeConfig& config, int64_t row_budget);
 
   int64_t max_drafts() const { return config_.num_speculative_tokens; }
+  bool rejection_sampling() const {
+    return config_.acceptance == SpeculativeConfig::Acceptance::rejection_sampler;
+  }
   std::unique_ptr<DraftState> make_state() const;
 
   // Drafts per decoding sequence this step, given how many sequences decode.

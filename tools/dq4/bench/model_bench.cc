@@ -153,9 +153,10 @@ int32_t argmax(std::span<const float> row) {
 }
 
 // Greedy speculative decoding of `count` tokens after `prompt` on a session: each step feeds the
-// last token and the proposer's drafts, keeps the drafts while each equals the argmax of the row
-// before it, and takes the rejected ones back out of the cache. The engine's verification, with
-// no scheduler around it: what the rows cost, apart from serving.
+// last token and the proposer's drafts (as many as the engine's pacing allows), keeps the drafts
+// while each equals the argmax of the row before it, and takes the rejected ones back out of the
+// cache. The engine's verification, with no scheduler around it: what the rows cost, apart from
+// serving.
 struct SpeculativeRun {
   double seconds = 0;
   int64_t steps = 0, drafted = 0, accepted = 0;
@@ -167,6 +168,7 @@ SpeculativeRun speculative_decode(Session& session, std::span<const int32_t> pro
                                   const SpeculativeConfig& config,
                                   const std::function<void()>& between) {
   const std::unique_ptr<Proposer> proposer = make_proposer(config);
+  DraftPacing pacing;
   SpeculativeRun run;
   session.truncate(0);
   std::vector<int32_t> tokens(prompt.begin(), prompt.end());
@@ -177,8 +179,9 @@ SpeculativeRun speculative_decode(Session& session, std::span<const int32_t> pro
     step[0] = tokens.back();
     const int64_t room = count - static_cast<int64_t>(tokens.size() - prompt.size());
     const std::span<int32_t> drafts = std::span(step).subspan(
-        1, static_cast<size_t>(std::min(config.num_speculative_tokens, room)));
-    const auto n = static_cast<size_t>(proposer->propose(tokens, drafts));
+        1, static_cast<size_t>(pacing.drafts(std::min(config.num_speculative_tokens, room))));
+    const auto n =
+        drafts.empty() ? size_t{0} : static_cast<size_t>(proposer->propose(tokens, drafts));
     const std::span<const float> rows = session.feed_all(std::span(step).first(n + 1));
     const size_t vocab = rows.size() / (n + 1);
     size_t j = 0;
@@ -195,6 +198,7 @@ SpeculativeRun speculative_decode(Session& session, std::span<const int32_t> pro
     ++run.steps;
     run.drafted += static_cast<int64_t>(n);
     run.accepted += static_cast<int64_t>(j);
+    pacing.record(static_cast<int64_t>(n), static_cast<int64_t>(j));
     between();
   }
   run.generated.assign(tokens.begin() + static_cast<ptrdiff_t>(prompt.size()), tokens.end());
