@@ -278,14 +278,14 @@ TEST(Speculation, OutputsAreIdenticalWithAndWithoutIt) {
 
 TEST(Speculation, RejectionSamplingKeepsGreedyOutputsAndIsSeeded) {
   // Greedy requests: the rejection sampler accepts exactly the drafts matching would. Sampled
-  // ones: other tokens than plain decoding (the sampler test checks their distribution), the
-  // same for the same seed.
+  // ones: the same tokens for the same seed (not plain decoding's; the sampler's test checks
+  // their distribution).
   const Request first = greedy(prompt_of(9, 1), 40);
   const Produced reference = run_requests(options(), {first}).run[0].at(0);
   const std::vector<Request> requests = workload(reference);
   const Outcome plain = run_requests(options(), requests);
   EngineOptions o = options();
-  o.speculative = parse_speculate_spec("ngram:k=3,min=1,max=3");
+  o.speculative = replay(1.0, 4, first.prompt, reference);
   o.speculative->acceptance = SpeculativeConfig::Acceptance::rejection_sampler;
   const Outcome got = run_requests(o, requests);
   const Outcome again = run_requests(o, requests);

@@ -350,6 +350,8 @@ int run_model_bench(int argc, char** argv, int first) {
               "benchmark a synthetic model (dq4 synth --preset) written for the run");
   args.option("threads-list", "LIST", "thread counts", "1,2");
   args.option("quick", "", "prompt 128, decode 32, one run each (seconds, for the demo)");
+  args.option("decode-tokens", "N", "decode this many tokens (default 128; --quick: 32)");
+  args.option("repeats", "N", "runs of each case (default 3; --quick: 1)");
   args.option("json", "", "print one JSON array (an object per case)");
   args.option("speculate", "SPEC",
               "also decode speculatively, greedy, beside each plain decode: "
@@ -378,6 +380,11 @@ int run_model_bench(int argc, char** argv, int first) {
   } else {
     s.prompt_lengths = {128, 512};
   }
+  if (args.given("decode-tokens")) s.decode_tokens = args.integer("decode-tokens");
+  if (args.given("repeats")) s.repeats = static_cast<int>(args.integer("repeats"));
+  if (s.decode_tokens < 1 || s.decode_tokens > 1 << 20)
+    throw Error("option --decode-tokens: expected 1..1048576");
+  if (s.repeats < 1 || s.repeats > 1000) throw Error("option --repeats: expected 1..1000");
   std::vector<int> threads;
   for (int64_t t : parse_integer_list("threads-list", args.value("threads-list"))) {
     if (t <= 0 || t > 1024) throw Error("option --threads-list: expected 1..1024");
