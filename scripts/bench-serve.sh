@@ -93,7 +93,7 @@ jq -r -s '(["concurrency", "completed", "out tok/s", "req/s", "TTFT p50 ms", "TT
   "$work/serve.jsonl" | column -t -s $'\t'
 
 echo "== targets"
-jq -r -s '
+[[ ! -s $work/single.jsonl ]] || jq -r -s '
   map("single stream (1 / TPOT p50) \(.serve * 100 | round / 100) tok/s, bench model decode \(.model * 100 | round / 100): \(.ratio * 1000 | round / 1000)")[],
   "single stream / bench model decode, median of the rounds: \(map(.ratio) | sort | .[length / 2 | floor] * 1000 | round / 1000) (target: within 5 %)"' \
   "$work/single.jsonl"
