@@ -306,6 +306,9 @@ TEST(Speculation, RejectionSamplingKeepsGreedyOutputsAndIsSeeded) {
       "acceptance_method": "typical_acceptance_sampler"})");
       },
       "acceptance_method");
+  EXPECT_EQ(parse_speculate_spec("ngram:k=2,acceptance=rejection_sampler").name(),
+            "ngram:k=2,min=2,max=4,acceptance=rejection_sampler");
+  test::expect_error([] { parse_speculate_spec("replay:acceptance=typical"); }, "acceptance");
 }
 
 TEST(Speculation, RollbackUnderPreemptionAndPrefixCachingKeepsOutputs) {
