@@ -9,7 +9,8 @@
 # (requests per level: default the concurrency, at least 4), SINGLE_ROUNDS (rounds of the
 # single-stream comparison; default 3), THREADS (engine threads; default all CPUs), PORT (8123),
 # DQ4_BIN (default build/dq4), BENCH_DIR (scratch, ~4 GB, kept; default a new directory under
-# /tmp, removed at the end).
+# /tmp, removed at the end), SPECULATIVE_CONFIG (the server's --speculative-config JSON; default
+# none).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 dq4="${DQ4_BIN:-$root/build/dq4}"
@@ -40,8 +41,10 @@ if [[ ! -f $work/w4a8-g32/config.json ]]; then
   rm -rf "$work/llama-1b"
 fi
 
+speculative=()
+[[ -z ${SPECULATIVE_CONFIG:-} ]] || speculative=(--speculative-config "$SPECULATIVE_CONFIG")
 "$dq4" serve "$work/w4a8-g32" --port "$port" --threads "$threads" --max-model-len 2048 \
-  >"$work/serve.log" 2>&1 &
+  "${speculative[@]}" >"$work/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 600); do
   curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
@@ -75,7 +78,9 @@ for r in $(seq "$rounds"); do
       '.[0] | {serve: (1000 / .tpot.p50_ms), model: $decode, ratio: (1000 / .tpot.p50_ms / $decode)}' \
       >> "$work/single.jsonl"
 done
-curl -s "http://127.0.0.1:$port/metrics" | grep -E '^vllm:prefix_cache_hits_total' || true
+curl -s "http://127.0.0.1:$port/metrics" |
+  grep -E '^vllm:(prefix_cache_hits|spec_decode_num_draft_tokens|spec_decode_num_accepted_tokens)_total' ||
+  true
 kill -TERM "$server"
 wait "$server" || true
 server=""
@@ -88,7 +93,7 @@ jq -r -s '(["concurrency", "completed", "out tok/s", "req/s", "TTFT p50 ms", "TT
   "$work/serve.jsonl" | column -t -s $'\t'
 
 echo "== targets"
-jq -r -s '
+[[ ! -s $work/single.jsonl ]] || jq -r -s '
   map("single stream (1 / TPOT p50) \(.serve * 100 | round / 100) tok/s, bench model decode \(.model * 100 | round / 100): \(.ratio * 1000 | round / 1000)")[],
   "single stream / bench model decode, median of the rounds: \(map(.ratio) | sort | .[length / 2 | floor] * 1000 | round / 1000) (target: within 5 %)"' \
   "$work/single.jsonl"

@@ -182,9 +182,9 @@ TEST(EngineAllocations, ADecodeStepAllocatesNothingAfterWarmUp) {
   while (engine.has_unfinished()) engine.step();
 }
 
-TEST(EngineAllocations, ASpeculativeDecodeStepAllocatesNothingAfterWarmUp) {
-  // Every choice drafts (drafts counted in, rejected and rolled back): request 0's drafts replay
-  // its own greedy continuation (all accepted), the others' are wrong.
+// Every choice drafts (drafts counted in, rejected and rolled back): request 0's drafts replay its
+// own greedy continuation (all accepted), the others' are wrong.
+void expect_speculative_steps_allocate_nothing(SpeculativeConfig::Acceptance acceptance) {
   EngineOptions o;
   o.kv_blocks = 512;
   o.block_size = 4;
@@ -199,6 +199,7 @@ TEST(EngineAllocations, ASpeculativeDecodeStepAllocatesNothingAfterWarmUp) {
   SpeculativeConfig spec;
   spec.method = SpeculativeConfig::Method::replay;
   spec.num_speculative_tokens = 3;
+  spec.acceptance = acceptance;
   spec.replay_tokens = std::make_shared<std::vector<TokenId>>(reference);
   o.speculative = spec;
   o.speculative_row_budget = 64;
@@ -222,6 +223,14 @@ TEST(EngineAllocations, ASpeculativeDecodeStepAllocatesNothingAfterWarmUp) {
   EXPECT_GT(engine.stats().speculation.draft_tokens, engine.stats().speculation.accepted_tokens);
   for (uint64_t id : ids) engine.abort(id);
   while (engine.has_unfinished()) engine.step();
+}
+
+TEST(EngineAllocations, ASpeculativeDecodeStepAllocatesNothingAfterWarmUp) {
+  expect_speculative_steps_allocate_nothing(SpeculativeConfig::Acceptance::match);
+}
+
+TEST(EngineAllocations, ARejectionSamplingStepAllocatesNothingAfterWarmUp) {
+  expect_speculative_steps_allocate_nothing(SpeculativeConfig::Acceptance::rejection_sampler);
 }
 
 }  // namespace

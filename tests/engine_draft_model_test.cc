@@ -284,6 +284,25 @@ TEST(DraftModel, ATargetDraftingForItselfHasEveryDraftAccepted) {
   EXPECT_EQ(got.stats.speculation.accepted_tokens, got.stats.speculation.draft_tokens);
 }
 
+TEST(DraftModel, RejectionSamplingVerifiesItsDraftsAsPointMasses) {
+  // Under the rejection sampler a draft model's drafts count as point masses (the committed
+  // tokens follow the target's distribution whatever drew them): greedy outputs stay the plain
+  // ones, and a seeded run repeats itself exactly.
+  const Tokenizer& tokenizer = test::stories_tokenizer();
+  std::vector<Request> greedy = {request(tokenizer, "Once upon a time", 40),
+                                 request(tokenizer, "One day, a bird", 32)};
+  const Outcome want = run(stories_w4a8(), tokenizer, engine_options(), greedy, one_thread());
+  EngineOptions o = engine_options();
+  o.speculative = stories_draft(3);
+  o.speculative->acceptance = SpeculativeConfig::Acceptance::rejection_sampler;
+  const Outcome got = run(stories_w4a8(), tokenizer, o, greedy, one_thread());
+  expect_same(want, got, "greedy, rejection sampler");
+  EXPECT_GT(got.stats.speculation.accepted_tokens, 0u);
+  std::vector<Request> seeded = mixed_requests(tokenizer);
+  const Outcome first = run(stories_w4a8(), tokenizer, o, seeded, one_thread());
+  expect_same(first, run(stories_w4a8(), tokenizer, o, seeded, one_thread()), "seeded twice");
+}
+
 TEST(DraftModel, PreemptionAndPrefixCachingKeepTheOutputs) {
   // A pool too small for the batch: sequences are preempted mid-speculation and their draft
   // caches rebuilt; repeated prompts hit both prefix caches.

@@ -276,6 +276,41 @@ TEST(Speculation, OutputsAreIdenticalWithAndWithoutIt) {
   }
 }
 
+TEST(Speculation, RejectionSamplingKeepsGreedyOutputsAndIsSeeded) {
+  // Greedy requests: the rejection sampler accepts exactly the drafts matching would. Sampled
+  // ones: the same tokens for the same seed (not plain decoding's; the sampler's test checks
+  // their distribution).
+  const Request first = greedy(prompt_of(9, 1), 40);
+  const Produced reference = run_requests(options(), {first}).run[0].at(0);
+  const std::vector<Request> requests = workload(reference);
+  const Outcome plain = run_requests(options(), requests);
+  EngineOptions o = options();
+  o.speculative = replay(1.0, 4, first.prompt, reference);
+  o.speculative->acceptance = SpeculativeConfig::Acceptance::rejection_sampler;
+  const Outcome got = run_requests(o, requests);
+  const Outcome again = run_requests(o, requests);
+  expect_same(got.run, again.run, "rejection, twice");
+  for (size_t i : {0, 3, 4, 5, 6}) expect_same({plain.run[i]}, {got.run[i]}, "greedy");
+  const SpeculationStats& s = got.stats.speculation;
+  EXPECT_GT(s.draft_tokens, 0u);
+  EXPECT_LE(s.accepted_tokens, s.draft_tokens);
+  EXPECT_GT(s.accepted_tokens, 0u);
+  EXPECT_EQ(got.stats.kv_blocks_used, 0);
+  EXPECT_EQ(parse_speculative_config(R"({"method": "ngram", "num_speculative_tokens": 2,
+      "acceptance_method": "rejection_sampler"})")
+                .acceptance,
+            SpeculativeConfig::Acceptance::rejection_sampler);
+  test::expect_error(
+      [] {
+        parse_speculative_config(R"({"method": "ngram", "num_speculative_tokens": 2,
+      "acceptance_method": "typical_acceptance_sampler"})");
+      },
+      "acceptance_method");
+  EXPECT_EQ(parse_speculate_spec("ngram:k=2,acceptance=rejection_sampler").name(),
+            "ngram:k=2,min=2,max=4,acceptance=rejection_sampler");
+  test::expect_error([] { parse_speculate_spec("replay:acceptance=typical"); }, "acceptance");
+}
+
 TEST(Speculation, RollbackUnderPreemptionAndPrefixCachingKeepsOutputs) {
   // A pool too small for the batch: sequences are preempted mid-speculation and recomputed; the
   // prefix cache holds blocks written by speculative steps, which later requests reuse.

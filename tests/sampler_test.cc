@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -202,6 +203,124 @@ TEST(Sampler, FollowsTheDistribution) {
     const double got = static_cast<double>(std::count(d.begin(), d.end(), t)) / n;
     EXPECT_NEAR(got, want, 5 * std::sqrt(want * (1 - want) / n) + 1e-4) << t;
   }
+}
+
+// Pearson's chi-square of token counts against probabilities, and its degrees of freedom (the
+// tokens of positive probability, less one). A count where the probability is 0: infinite.
+struct ChiSquare {
+  double statistic = 0;
+  int df = -1;
+};
+ChiSquare chi_square(const std::vector<int>& counts, const std::vector<double>& prob) {
+  ChiSquare c;
+  const double n = std::accumulate(counts.begin(), counts.end(), 0.0);
+  for (size_t t = 0; t < prob.size(); ++t) {
+    if (prob[t] == 0) {
+      if (counts[t] > 0) c.statistic = std::numeric_limits<double>::infinity();
+      continue;
+    }
+    const double want = n * prob[t];
+    c.statistic += (counts[t] - want) * (counts[t] - want) / want;
+    ++c.df;
+  }
+  return c;
+}
+// The chi-square distribution's quantile at 1 - 1e-6 for 1..7 degrees of freedom: a correct
+// sampler exceeds it once in a million seeds. The seeds are fixed, so a test passes or fails the
+// same way every run; it can fail only on a wrong distribution.
+double chi_square_limit(int df) {
+  static const double limits[] = {23.93, 27.63, 30.66, 33.38, 35.89, 38.26, 40.52};
+  EXPECT_TRUE(df >= 1 && df <= 7) << df;
+  return limits[std::clamp(df, 1, 7) - 1];
+}
+
+const std::vector<float> kEightLogits = {1.0f, 3.0f, 2.0f, 0.5f, 3.0f, -1.0f, 2.5f, 0.0f};
+
+// Rejection sampling of a draft at positions 0..n-1: the tokens committed per id, and how many
+// drafts stood. With `q`, each position's draft is drawn from q (a fixed generator), else it is
+// `draft`, a point mass.
+struct Verified {
+  std::vector<int> counts;
+  int accepted = 0;
+};
+Verified verify_many(const SamplingParams& p, int32_t draft, const std::vector<float>& q, int n,
+                     bool resample_from_p = false) {
+  Sampler s(p), plain(p);
+  std::mt19937_64 gen(2026);
+  std::discrete_distribution<int32_t> from_q(q.begin(), q.end());
+  Verified v;
+  v.counts.assign(kEightLogits.size(), 0);
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> row = kEightLogits;
+    const int32_t d = q.empty() ? draft : from_q(gen);
+    Sampler::Verdict verdict = s.verify_at(static_cast<uint64_t>(i), d, q, row, {}, {});
+    // The classic mistake (for the test of the test): a rejected draft replaced by a draw from p
+    // itself rather than from the residual, which favours the draft.
+    if (resample_from_p && !verdict.accepted) {
+      row = kEightLogits;
+      verdict.token = plain.sample_at(static_cast<uint64_t>(i), row, {}, {});
+    }
+    ++v.counts[static_cast<size_t>(verdict.token)];
+    v.accepted += verdict.accepted;
+  }
+  return v;
+}
+
+TEST(Sampler, RejectionSamplingCommitsTheTargetDistribution) {
+  SamplingParams truncating;  // keeps tokens 1, 4, 6 and 2
+  truncating.temperature = 0.8f;
+  truncating.top_k = 6;
+  truncating.top_p = 0.9f;
+  truncating.seed = 11;
+  SamplingParams hot;  // every token
+  hot.temperature = 1.3f;
+  hot.seed = 12;
+  SamplingParams top3 = hot;
+  top3.top_k = 3;
+  const std::vector<float> q = {0.05f, 0.1f, 0.3f, 0.05f, 0.1f, 0.2f, 0.1f, 0.1f};
+  struct Case {
+    SamplingParams params;
+    int32_t draft;  // a point mass, or -1: drafts drawn from q
+  };
+  const int n = 20000;
+  // Point masses: a likely draft, an unlikely one, one truncated away (never accepted); then a
+  // draft distribution, over every token and over more tokens than top-k keeps.
+  for (const Case& c : {Case{truncating, 6}, Case{truncating, 2}, Case{truncating, 0},
+                        Case{hot, -1}, Case{top3, -1}}) {
+    const std::vector<double> want = truncated(kEightLogits, c.params);
+    const Verified v = verify_many(c.params, c.draft, c.draft < 0 ? q : std::vector<float>{}, n);
+    const ChiSquare x = chi_square(v.counts, want);
+    EXPECT_LT(x.statistic, chi_square_limit(x.df))
+        << "draft " << c.draft << " T " << c.params.temperature;
+    if (c.draft >= 0) {
+      // A point mass stands with probability p(draft): the accepted count is binomial.
+      const double p = want[static_cast<size_t>(c.draft)];
+      const ChiSquare a = chi_square({v.accepted, n - v.accepted}, {p, 1 - p});
+      EXPECT_LT(a.statistic, chi_square_limit(1)) << "draft " << c.draft;
+    }
+  }
+  // The test tells a wrong rejection sampler from a right one: resampling from p on rejection
+  // commits the draft (p = 0.19) a third of the time.
+  const Verified wrong = verify_many(truncating, 6, {}, n, true);
+  const ChiSquare x = chi_square(wrong.counts, truncated(kEightLogits, truncating));
+  EXPECT_GT(x.statistic, chi_square_limit(x.df));
+}
+
+TEST(Sampler, RejectionSamplingUnderGreedyIsTheArgmaxAndTheRightShapeOfQ) {
+  SamplingParams p;
+  p.temperature = 0;
+  Sampler s(p);
+  std::vector<float> row = kEightLogits;
+  EXPECT_TRUE(s.verify_at(0, 1, {}, row, {}, {}).accepted);
+  row = kEightLogits;
+  const Sampler::Verdict v = s.verify_at(0, 4, {}, row, {}, {});  // the tie's higher id
+  EXPECT_FALSE(v.accepted);
+  EXPECT_EQ(v.token, 1);
+  p.temperature = 1;
+  Sampler t(p);
+  row = kEightLogits;
+  test::expect_error([&] { t.verify_at(0, 1, std::vector<float>(3, 0.3f), row, {}, {}); },
+                     "draft's distribution");
 }
 
 TEST(Sampler, TruncationKeepsOnlyTheAllowedTokens) {

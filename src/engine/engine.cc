@@ -155,9 +155,13 @@ struct Engine::Impl {
     // (a fault of the constraint, never of the request); else whether the token ended it.
     bool dead_end = false;
     bool ended = false;
+    bool accepted = false;  // the draft stands (rejection sampling)
   };
-  // The token after the first `length` tokens of the choice's sequence, from its row of logits.
-  Draw draw(const RequestState& r, Choice& c, float* row, int64_t length) const;
+  // The token after the first `length` tokens of the choice's sequence, from its row of logits;
+  // with `draft`, verified by rejection sampling against it (`draft_probs`: its distribution, or
+  // empty).
+  Draw draw(const RequestState& r, Choice& c, float* row, int64_t length,
+            const TokenId* draft = nullptr, std::span<const float> draft_probs = {}) const;
   struct Row;
   void verify(Row& row);
   void propose_drafts();
@@ -370,8 +374,9 @@ void Engine::Impl::finish(RequestState& r, Choice& c, FinishReason reason, Clock
                                     : live.requests_finished_abort)++;
 }
 
-Engine::Impl::Draw Engine::Impl::draw(const RequestState& r, Choice& c, float* row,
-                                      int64_t length) const {
+Engine::Impl::Draw Engine::Impl::draw(const RequestState& r, Choice& c, float* row, int64_t length,
+                                      const TokenId* draft,
+                                      std::span<const float> draft_probs) const {
   const Request& q = r.request;
   std::span<float> logits_row(row, static_cast<size_t>(vocab));
   Draw d;
@@ -404,8 +409,16 @@ Engine::Impl::Draw Engine::Impl::draw(const RequestState& r, Choice& c, float* r
     }
   }
   const auto all = std::span<const TokenId>(c.seq.tokens).first(static_cast<size_t>(length));
-  d.token =
-      c.sampler.sample(logits_row, all.first(c.seq.prompt_len), all.subspan(c.seq.prompt_len));
+  if (draft != nullptr) {
+    const Sampler::Verdict v =
+        c.sampler.verify_at(static_cast<uint64_t>(generated), *draft, draft_probs, logits_row,
+                            all.first(c.seq.prompt_len), all.subspan(c.seq.prompt_len));
+    d.token = v.token;
+    d.accepted = v.accepted;
+  } else {
+    d.token =
+        c.sampler.sample(logits_row, all.first(c.seq.prompt_len), all.subspan(c.seq.prompt_len));
+  }
   if (q.logprobs) {
     TokenLogprobs lp;
     const double lse = log_sum_exp(raw_row);
@@ -558,14 +571,37 @@ void Engine::Impl::run_batch(const std::vector<engine::ScheduledChunk>& chunks) 
 }
 
 // Draws a sampled sequence's rows in order: row j gives the token after the j-th draft, which
-// stands while it equals the token drawn at its position.
+// stands while it equals the token drawn at its position (match), or while the rejection sampler
+// accepts it (then a rejected draft's row gives the residual's token instead).
 void Engine::Impl::verify(Row& row) {
   const engine::Sequence& seq = row.c->seq;
   const int64_t base = static_cast<int64_t>(seq.tokens.size()) - row.drafts;
+  const bool rejection = row.drafts > 0 && speculator->rejection_sampling();
+  // The proposer's distributions, when it has one for every draft verified (a draft model's
+  // drafts are verified as point masses: the committed tokens still follow the target's
+  // distribution, whatever drew the drafts).
+  const Proposer* proposer = row.c->draft->proposer.get();
+  const std::span<const float> q =
+      rejection && proposer != nullptr ? proposer->draft_probs() : std::span<const float>();
+  const bool has_q = q.size() >= static_cast<size_t>(row.drafts * vocab);
   for (int64_t j = 0;; ++j) {
     const auto at = static_cast<size_t>(row.first + j);
-    draws[at] = draw(*row.r, *row.c, logits.data() + static_cast<int64_t>(at) * vocab, base + j);
-    if (j == row.drafts || draws[at].token != seq.tokens[static_cast<size_t>(base + j)]) {
+    float* logits_row = logits.data() + static_cast<int64_t>(at) * vocab;
+    if (j == row.drafts) {
+      draws[at] = draw(*row.r, *row.c, logits_row, base + j);
+      row.accepted = j;
+      return;
+    }
+    const TokenId drafted = seq.tokens[static_cast<size_t>(base + j)];
+    if (rejection) {
+      const auto q_row = has_q
+                             ? q.subspan(static_cast<size_t>(j * vocab), static_cast<size_t>(vocab))
+                             : std::span<const float>();
+      draws[at] = draw(*row.r, *row.c, logits_row, base + j, &drafted, q_row);
+    } else {
+      draws[at] = draw(*row.r, *row.c, logits_row, base + j);
+    }
+    if (!(rejection ? draws[at].accepted : draws[at].token == drafted)) {
       row.accepted = j;
       return;
     }

@@ -77,16 +77,17 @@ Sampler::Sampler(const SamplingParams& params) : params_(params) {
   seed_ = mix64(seed + 0x9E3779B97F4A7C15ull);
 }
 
-double Sampler::uniform(uint64_t position) const {
+double Sampler::uniform(uint64_t position, uint64_t stream) const {
   // A counter-based generator: two rounds of mixing of the seed's hash and the position (seeds
   // s and s + 1, which a request's choices get, stay unrelated at every position). The top 53
   // bits as a double in [0, 1).
-  const uint64_t result = mix64(mix64(seed_ ^ (position * 0xD1B54A32D192ED03ull)) + seed_);
+  const uint64_t result = mix64(mix64(seed_ ^ (position * 0xD1B54A32D192ED03ull)) + seed_ +
+                                stream * 0x9E3779B97F4A7C15ull);
   return static_cast<double>(result >> 11) * 0x1.0p-53;
 }
 
-int32_t Sampler::sample_at(uint64_t position, std::span<float> logits,
-                           std::span<const int32_t> prompt, std::span<const int32_t> generated) {
+int32_t Sampler::prepare(std::span<float> logits, std::span<const int32_t> prompt,
+                         std::span<const int32_t> generated) {
   const auto in_vocab = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < logits.size(); };
   // Penalties count tokens in counts_ (all zero between calls: each use clears what it set).
   const bool repetition = params_.repetition_penalty != 1.0f;
@@ -205,31 +206,106 @@ int32_t Sampler::sample_at(uint64_t position, std::span<float> logits,
     order_.resize(n);
   }
   // min-p: tokens at least min_p times as likely as the top one (whose weight is 1).
-  const float floor = params_.min_p;
+  floor_ = params_.min_p;
+  ranked_ = ranked;
   if (!ranked) {
-    // No truncation by rank: the draw walks the tokens in id order (the same distribution).
-    const double kept = floor > 0 ? sum_at_least(weights_, floor) : total;
-    double u = uniform(position) * kept;
-    int32_t last = 0;
-    for (size_t i = 0; i < vocab; ++i) {
-      if (weights_[i] <= 0 || weights_[i] < floor) continue;
-      last = static_cast<int32_t>(i);
-      u -= weights_[i];
-      if (u < 0) break;
-    }
-    return last;
+    // No truncation by rank: draws walk the tokens in id order (the same distribution).
+    kept_ = floor_ > 0 ? sum_at_least(weights_, floor_) : total;
+    return -1;
   }
   size_t n = 1;
-  while (n < order_.size() && weights_[static_cast<size_t>(order_[n])] >= floor) ++n;
+  while (n < order_.size() && weights_[static_cast<size_t>(order_[n])] >= floor_) ++n;
   order_.resize(std::min(n, order_.size()));
-  double kept = 0;
-  for (int32_t t : order_) kept += weights_[static_cast<size_t>(t)];
-  double u = uniform(position) * kept;
-  for (int32_t t : order_) {
-    u -= weights_[static_cast<size_t>(t)];
-    if (u < 0) return t;
+  kept_ = 0;
+  for (int32_t t : order_) kept_ += weights_[static_cast<size_t>(t)];
+  return -1;
+}
+
+bool Sampler::is_kept(int32_t token) const {
+  if (token < 0 || static_cast<size_t>(token) >= weights_.size()) return false;
+  if (ranked_) return std::find(order_.begin(), order_.end(), token) != order_.end();
+  const float w = weights_[static_cast<size_t>(token)];
+  return w > 0 && w >= floor_;
+}
+
+// Calls visit(t) for each kept token (ranked: in rank order; else in id order) until it returns
+// true; returns that token, or -1.
+template <typename Visit>
+int32_t Sampler::visit_kept(Visit visit) const {
+  if (ranked_) {
+    for (int32_t t : order_)
+      if (visit(t)) return t;
+    return -1;
   }
-  return order_.back();
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    if (weights_[i] <= 0 || weights_[i] < floor_) continue;
+    if (visit(static_cast<int32_t>(i))) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+// The kept token where `u` falls, u in [0, the sum of weight(t) over the kept tokens); the last
+// one of positive weight when rounding leaves u past the end.
+template <typename Weight>
+int32_t Sampler::walk(double u, Weight weight) const {
+  int32_t last = ranked_ ? order_.back() : 0;
+  const int32_t found = visit_kept([&](int32_t t) {
+    const double w = weight(t);
+    if (!(w > 0)) return false;
+    last = t;
+    u -= w;
+    return u < 0;
+  });
+  return found >= 0 ? found : last;
+}
+
+int32_t Sampler::sample_at(uint64_t position, std::span<float> logits,
+                           std::span<const int32_t> prompt, std::span<const int32_t> generated) {
+  const int32_t fixed = prepare(logits, prompt, generated);
+  if (fixed >= 0) return fixed;
+  return walk(uniform(position) * kept_,
+              [&](int32_t t) { return weights_[static_cast<size_t>(t)]; });
+}
+
+Sampler::Verdict Sampler::verify_at(uint64_t position, int32_t draft,
+                                    std::span<const float> draft_probs, std::span<float> logits,
+                                    std::span<const int32_t> prompt,
+                                    std::span<const int32_t> generated) {
+  if (!draft_probs.empty() && draft_probs.size() != logits.size())
+    throw Error("sampler: the draft's distribution has " + std::to_string(draft_probs.size()) +
+                " probabilities for a vocabulary of " + std::to_string(logits.size()));
+  // The acceptance test's draw: independent of the token draw at the same position.
+  constexpr uint64_t kAcceptStream = 1;
+  const int32_t fixed = prepare(logits, prompt, generated);
+  // p is a point mass: the draft stands exactly when it is that token.
+  if (fixed >= 0) return {fixed, fixed == draft};
+  const auto w = [&](int32_t t) { return static_cast<double>(weights_[static_cast<size_t>(t)]); };
+  const bool kept = is_kept(draft);
+  const double p = kept ? w(draft) / kept_ : 0.0;
+  const double q = draft_probs.empty() ? 1.0
+                   : kept ? static_cast<double>(draft_probs[static_cast<size_t>(draft)])
+                          : 0.0;
+  if (q > 0 && uniform(position, kAcceptStream) * q < p) return {draft, true};
+  // The residual, in weights_' scale: max(0, w - q * kept_).
+  double residual = 0;
+  if (draft_probs.empty()) {
+    residual = kept_ - (kept ? w(draft) : 0.0);
+    if (residual > 0)
+      return {
+          walk(uniform(position) * residual, [&](int32_t t) { return t == draft ? 0.0 : w(t); }),
+          false};
+  } else {
+    const auto r = [&](int32_t t) {
+      return std::max(0.0, w(t) - static_cast<double>(draft_probs[static_cast<size_t>(t)]) * kept_);
+    };
+    visit_kept([&](int32_t t) {
+      residual += r(t);
+      return false;
+    });
+    if (residual > 0) return {walk(uniform(position) * residual, r), false};
+  }
+  // p and q agree to rounding (so a rejection was all but impossible): a draw from p.
+  return {walk(uniform(position) * kept_, w), false};
 }
 
 double log_sum_exp(std::span<const float> logits) {

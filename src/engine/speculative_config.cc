@@ -1,5 +1,6 @@
 // SpeculativeConfig: validation, names, and parsing of vLLM's JSON shape and benchmarks' specs.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -63,14 +64,30 @@ void SpeculativeConfig::validate() const {
 
 std::string SpeculativeConfig::name() const {
   const std::string k = std::to_string(num_speculative_tokens);
+  const std::string acceptance_name =
+      acceptance == Acceptance::match ? "" : ",acceptance=rejection_sampler";
   if (method == Method::ngram)
     return "ngram:k=" + k + ",min=" + std::to_string(prompt_lookup_min) +
-           ",max=" + std::to_string(prompt_lookup_max);
-  if (method == Method::draft_model) return "draft:" + model + ",k=" + k;
+           ",max=" + std::to_string(prompt_lookup_max) + acceptance_name;
+  if (method == Method::draft_model) return "draft:" + model + ",k=" + k + acceptance_name;
   char accept[32];
   std::snprintf(accept, sizeof accept, "%g", replay_accept);
-  return "replay:k=" + k + ",accept=" + accept;
+  return "replay:k=" + k + ",accept=" + accept + acceptance_name;
 }
+
+namespace {
+
+// "match" or "rejection_sampler" (vLLM's name; "rejection" too), as `field` of `where`.
+SpeculativeConfig::Acceptance parse_acceptance(const std::string& where, const std::string& field,
+                                               const std::string& text) {
+  if (text == "match") return SpeculativeConfig::Acceptance::match;
+  if (text == "rejection_sampler" || text == "rejection")
+    return SpeculativeConfig::Acceptance::rejection_sampler;
+  throw Error(where + ": " + field + " '" + text +
+              "' is not supported (match or rejection_sampler)");
+}
+
+}  // namespace
 
 SpeculativeConfig parse_speculative_config(const std::string& text) {
   nlohmann::json j;
@@ -88,7 +105,7 @@ SpeculativeConfig parse_speculative_config(const std::string& text) {
   };
   for (const auto& [key, value] : j.items())
     if (key != "method" && key != "model" && key != "num_speculative_tokens" &&
-        key != "prompt_lookup_min" && key != "prompt_lookup_max")
+        key != "prompt_lookup_min" && key != "prompt_lookup_max" && key != "acceptance_method")
       throw Error("--speculative-config: unknown field '" + key + "'");
   SpeculativeConfig c;
   if (j.contains("model") && (!j["model"].is_string() || j["model"].get<std::string>().empty()))
@@ -112,6 +129,12 @@ SpeculativeConfig parse_speculative_config(const std::string& text) {
   const auto k = integer("num_speculative_tokens");
   if (!k) throw Error("--speculative-config: num_speculative_tokens is required");
   c.num_speculative_tokens = *k;
+  if (j.contains("acceptance_method")) {
+    if (!j["acceptance_method"].is_string())
+      throw Error("--speculative-config: acceptance_method must be a string");
+    c.acceptance = parse_acceptance("--speculative-config", "acceptance_method",
+                                    j["acceptance_method"].get<std::string>());
+  }
   const auto lo = integer("prompt_lookup_min"), hi = integer("prompt_lookup_max");
   if ((lo || hi) && c.method != SpeculativeConfig::Method::ngram)
     throw Error(std::string("--speculative-config: ") +
@@ -139,8 +162,8 @@ SpeculativeConfig parse_speculate_spec(const std::string& spec) {
     c.method = SpeculativeConfig::Method::draft_model;
     c.num_speculative_tokens = 4;
     if (method == "draft") {
-      // The directory runs to the first ",k=" (a comma may be part of its name).
-      const size_t keys = rest.find(",k=");
+      // The directory runs to the first ",k=" or ",acceptance=" (a comma may be part of its name).
+      const size_t keys = std::min(rest.find(",k="), rest.find(",acceptance="));
       c.model = rest.substr(0, keys);
       rest = keys == std::string::npos ? "" : rest.substr(keys + 1);
     } else {
@@ -168,7 +191,9 @@ SpeculativeConfig parse_speculate_spec(const std::string& spec) {
     if (eq == std::string::npos)
       throw Error("speculate: '" + item + "' in '" + spec + "' is not key=value");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    if (key == "k") {
+    if (key == "acceptance") {
+      c.acceptance = parse_acceptance("speculate '" + spec + "'", key, value);
+    } else if (key == "k") {
       c.num_speculative_tokens = parse_int(key, value);
     } else if (key == "accept" && c.method == SpeculativeConfig::Method::replay) {
       c.replay_accept = parse_double(key, value);

@@ -4,17 +4,6 @@
 
 namespace dq4::engine {
 
-namespace {
-
-// Below this average acceptance a sequence stops drafting for a while: each rejected draft is a
-// row of work for nothing. Its pauses double (up to kMaxPause steps) while single-draft probes
-// keep failing.
-constexpr double kLowAcceptance = 0.3;
-constexpr double kAverageWeight = 0.3;  // of the latest step in the running average
-constexpr int64_t kMaxPause = 8;
-
-}  // namespace
-
 Speculator::Speculator(const SpeculativeConfig& config, int64_t row_budget,
                        std::unique_ptr<DraftModel> draft)
     : config_(config), row_budget_(row_budget), draft_(std::move(draft)) {
@@ -45,14 +34,9 @@ void Speculator::propose(Sequence& seq, DraftState& state, int64_t limit) {
   // Preempted (or finished): its blocks in the draft's pool go back, and its state there is
   // rebuilt (from the prefix cache, else recomputed) when it decodes again.
   if (state.draft_kv && seq.state != Sequence::State::running) state.draft_kv->release();
-  if (limit <= 0) return;
-  if (state.pause > 0) {
-    --state.pause;
-    return;
-  }
-  // Acceptance low: one draft, a probe of whether the text turned predictable.
-  if (state.acceptance < kLowAcceptance) limit = 1;
-  seq.drafts.resize(static_cast<size_t>(limit));
+  const int64_t count = state.pacing.drafts(limit);
+  if (count == 0) return;
+  seq.drafts.resize(static_cast<size_t>(count));
   if (state.draft_kv) {
     jobs_.push_back(
         {seq.tokens, state.draft_kv.get(), seq.drafts, state.draft_sampler.get(), seq.prompt_len});
@@ -80,14 +64,7 @@ void Speculator::record(DraftState& state, int64_t drafted, int64_t accepted) {
   for (int64_t i = 0; i < accepted && i < static_cast<int64_t>(stats_.accepted_per_position.size());
        ++i)
     ++stats_.accepted_per_position[static_cast<size_t>(i)];
-  const double rate = static_cast<double>(accepted) / static_cast<double>(drafted);
-  state.acceptance = (1 - kAverageWeight) * state.acceptance + kAverageWeight * rate;
-  if (state.acceptance >= kLowAcceptance) {
-    state.backoff = 1;
-  } else if (accepted == 0) {
-    state.backoff = std::min(state.backoff * 2, kMaxPause);
-    state.pause = state.backoff;
-  }
+  state.pacing.record(drafted, accepted);
 }
 
 }  // namespace dq4::engine

@@ -1,7 +1,7 @@
 #pragma once
 // The engine's side of speculative decoding: how many drafts each decoding sequence proposes this
 // step (adapting to its acceptance and to the step's size), and the counters of what verification
-// accepted. The verification itself (the rows drawn one by one until a draft differs) is in
+// accepted. The verification itself (the rows drawn one by one until a draft is rejected) is in
 // engine.cc's sampling.
 
 #include <cstdint>
@@ -20,9 +20,7 @@ struct DraftState {
   std::unique_ptr<Proposer> proposer;      // null with a draft model
   std::unique_ptr<DraftKv> draft_kv;       // with a draft model: the sequence's cache in its pool
   std::unique_ptr<Sampler> draft_sampler;  // with a draft model: picks its drafts (null: argmax)
-  double acceptance = 1.0;                 // running average of accepted / drafted per step
-  int64_t pause = 0;                       // steps left without drafts (after low acceptance)
-  int64_t backoff = 1;                     // the next pause's length
+  DraftPacing pacing;
 };
 
 class Speculator {
@@ -35,6 +33,9 @@ class Speculator {
              std::unique_ptr<DraftModel> draft = nullptr);
 
   int64_t max_drafts() const { return config_.num_speculative_tokens; }
+  bool rejection_sampling() const {
+    return config_.acceptance == SpeculativeConfig::Acceptance::rejection_sampler;
+  }
   // `sampling`: the choice's (a draft model samples its drafts as the choice samples, when that
   // is reproducible: greedy or seeded).
   std::unique_ptr<DraftState> make_state(const SamplingParams& sampling) const;

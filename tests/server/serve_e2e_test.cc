@@ -205,6 +205,33 @@ TEST(ServeLimits, ADraftModelWithAnotherTokenizerIsRefused) {
   EXPECT_NE(r.err.find("tokenizer is not the target's"), std::string::npos) << r.err;
 }
 
+TEST_F(ServeEndToEnd, RejectionSamplingKeepsGreedyTextAndCountsDrafts) {
+  ServeProcess speculative(serve_args({"--speculative-config",
+                                       R"({"method": "ngram", "num_speculative_tokens": 4,
+                                           "prompt_lookup_max": 3, "prompt_lookup_min": 1,
+                                           "acceptance_method": "rejection_sampler"})"}));
+  json body = {{"model", "stories"},
+               {"prompt", kPrompts[0]},
+               {"max_tokens", 64},
+               {"temperature", 0},
+               {"ignore_eos", true}};
+  const HttpReply want = post(port(), "/v1/completions", body.dump());
+  const HttpReply got = post(speculative.port(), "/v1/completions", body.dump());
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(json::parse(got.body)["choices"][0]["text"],
+            json::parse(want.body)["choices"][0]["text"]);
+  body.update({{"temperature", 0.8}, {"seed", 5}, {"prompt", kPrompts[4]}});
+  const HttpReply sampled = post(speculative.port(), "/v1/completions", body.dump());
+  ASSERT_EQ(sampled.status, 200) << sampled.body;
+  EXPECT_EQ(json::parse(sampled.body)["usage"]["completion_tokens"], 64);
+  const double drafts = metric(speculative.port(), "vllm:spec_decode_num_draft_tokens_total{");
+  const double accepted = metric(speculative.port(), "vllm:spec_decode_num_accepted_tokens_total{");
+  EXPECT_GT(drafts, 0);
+  EXPECT_GT(accepted, 0);
+  EXPECT_LE(accepted, drafts);
+  EXPECT_EQ(speculative.terminate(), 0) << speculative.log();
+}
+
 TEST(ServeLimits, ABadSpeculativeConfigNamesTheField) {
   const CliResult r = run_dq4("serve " + shell_quote(model_dir()) +
                               " --speculative-config '{\"method\": \"ngram\", "

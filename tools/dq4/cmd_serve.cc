@@ -122,7 +122,10 @@ int run_serve(int argc, char** argv, int first) {
               "speculative decoding, vLLM's shape: '{\"method\": \"ngram\", "
               "\"num_speculative_tokens\": 4, \"prompt_lookup_max\": 4, "
               "\"prompt_lookup_min\": 2}' or a draft model, '{\"model\": DIR, "
-              "\"num_speculative_tokens\": 4}' (outputs unchanged, fewer steps)")
+              "\"num_speculative_tokens\": 4}' (outputs unchanged, fewer steps); with "
+              "\"acceptance_method\": \"rejection_sampler\" (vLLM's default; dq4's is "
+              "\"match\") drafts are accepted by rejection sampling: the same distribution, "
+              "not the same tokens as without speculation")
       .option("max-waiting-requests", "N", "queued requests at most; beyond: 503", "1024")
       .option("max-body-size", "SIZE", "request bodies at most; larger: 413", "8MiB")
       .option("http-threads", "N", "threads for network I/O", "2")

@@ -51,7 +51,8 @@ struct EngineOptions {
   // holds if that is less (a value set above the pool's size is an error).
   int64_t max_model_len = 0;
   // Speculative decoding (nullopt or num_speculative_tokens 0: none): every decoding sequence
-  // proposes drafts that the step verifies. Outputs are the same either way.
+  // proposes drafts that the step verifies. Outputs are the same either way under the default
+  // acceptance (match); rejection sampling keeps their distribution, not their tokens.
   std::optional<SpeculativeConfig> speculative;
   // Decode rows of one step (each sequence's token and its drafts) beyond which sequences get
   // fewer drafts: a W4A8 layer costs about the same up to this many rows, more beyond (many

@@ -50,12 +50,42 @@ class Sampler {
   int32_t sample_at(uint64_t position, std::span<float> logits, std::span<const int32_t> prompt,
                     std::span<const int32_t> generated);
 
+  // Speculative verification by rejection sampling (Leviathan et al.): with p the distribution
+  // sample_at() draws from and q the draft's, `draft` stands with probability
+  // min(1, p(draft) / q(draft)); otherwise the token is drawn from the residual max(0, p - q),
+  // normalized. Either way the token at `position` follows p. `draft_probs`: q over the
+  // vocabulary; empty for a proposer without a distribution, whose draft is then a point mass
+  // (q(draft) = 1: accepted with probability p(draft), else drawn from p without it).
+  struct Verdict {
+    int32_t token = 0;
+    bool accepted = false;  // token == draft, by acceptance
+  };
+  Verdict verify_at(uint64_t position, int32_t draft, std::span<const float> draft_probs,
+                    std::span<float> logits, std::span<const int32_t> prompt,
+                    std::span<const int32_t> generated);
+
   const SamplingParams& params() const { return params_; }
 
  private:
   SamplingParams params_;
   uint64_t seed_ = 0;
-  double uniform(uint64_t position) const;  // [0, 1), a function of (seed, position)
+  // [0, 1), a function of (seed, position, stream): stream 0 draws tokens, others are
+  // independent of it (verification's acceptance test).
+  double uniform(uint64_t position, uint64_t stream = 0) const;
+  // Applies penalties, temperature and truncation to `logits`: the distribution is then weights_
+  // over the kept tokens (order_ when ranked_, else every token of weight >= floor_), of total
+  // kept_. Returns the token when there is no distribution to draw from (greedy, or no finite
+  // weight), else -1.
+  int32_t prepare(std::span<float> logits, std::span<const int32_t> prompt,
+                  std::span<const int32_t> generated);
+  bool is_kept(int32_t token) const;
+  template <typename Visit>
+  int32_t visit_kept(Visit visit) const;
+  template <typename Weight>
+  int32_t walk(double u, Weight weight) const;
+  bool ranked_ = false;
+  float floor_ = 0;
+  double kept_ = 0;
   // Working buffers of a vocabulary's size, kept across calls (a step allocates nothing).
   std::vector<int32_t> order_;
   std::vector<float> weights_;

@@ -1,11 +1,14 @@
 #pragma once
 // Speculative decoding: a proposer guesses the next few tokens of a sequence (drafts), the target
-// model runs the sequence's last token and its drafts as rows of one step, and the drafts are
-// kept while each equals the token the sampler picks from the row before it (the argmax, or the
-// seeded draw of that output position). What comes out is what plain decoding gives, token for
-// token; the drafts only decide how many tokens one step commits.
+// model runs the sequence's last token and its drafts as rows of one step, and verification
+// decides how many drafts stand. By default (acceptance "match") a draft stands while it equals
+// the token the sampler picks from the row before it (the argmax, or the seeded draw of that
+// output position): what comes out is what plain decoding gives, token for token, and the drafts
+// only decide how many tokens one step commits. The rejection sampler (vLLM's default) accepts
+// more drafts when sampling, with the same distribution but not the same tokens.
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,6 +35,17 @@ struct SpeculativeConfig {
     draft_model,
   };
   Method method = Method::ngram;
+  // How verification decides that a draft stands (vLLM's acceptance_method).
+  enum class Acceptance {
+    // The draft equals the token the sampler picks at its position: outputs identical to plain
+    // decoding (greedy, or sampling with a seed).
+    match,
+    // Leviathan et al.'s rejection sampling (Sampler::verify_at): accepted with probability
+    // min(1, p / q), else a token from the residual; the target's distribution, other tokens.
+    // The same as match under greedy decoding.
+    rejection_sampler,
+  };
+  Acceptance acceptance = Acceptance::match;
   int64_t num_speculative_tokens = 0;  // drafts per step at most (0: no speculation)
   int64_t prompt_lookup_min = 5;
   int64_t prompt_lookup_max = 5;
@@ -44,18 +58,20 @@ struct SpeculativeConfig {
 
   // Throws dq4::Error naming the field for a value out of range.
   void validate() const;
-  // "ngram:k=4,min=2,max=4", "replay:k=4,accept=0.6" or "draft:DIR,k=4": how benchmarks name
-  // the case.
+  // "ngram:k=4,min=2,max=4", "replay:k=4,accept=0.6" or "draft:DIR,k=4"
+  // (",acceptance=rejection_sampler" after any when not matching): how benchmarks name the case.
   std::string name() const;
 };
 
 // vLLM's --speculative-config JSON: {"method": "ngram", "num_speculative_tokens": 4,
 // "prompt_lookup_max": 4, "prompt_lookup_min": 2} (either bound alone sets both, neither: 5), or
-// {"model": DIR, "num_speculative_tokens": 4} (method "draft_model" or none). Throws dq4::Error
-// naming the field at fault.
+// {"model": DIR, "num_speculative_tokens": 4} (method "draft_model" or none); optionally
+// "acceptance_method": "match" (the default) or "rejection_sampler". Throws dq4::Error naming the
+// field at fault.
 SpeculativeConfig parse_speculative_config(const std::string& json);
 // "ngram[:k=K,min=N,max=M]", "replay:k=K,accept=A", "draft:DIR[,k=K]" or a model directory alone
-// (replay_tokens and the draft model left for the caller).
+// (replay_tokens and the draft model left for the caller), any with ",acceptance=rejection_sampler"
+// (or match).
 SpeculativeConfig parse_speculate_spec(const std::string& spec);
 
 // Loads config.model into config.draft (on `pool`'s threads) after checking that its tokenizer
@@ -75,6 +91,11 @@ class Proposer {
   // Writes up to out.size() drafts to follow `tokens` (prompt, then what was generated); returns
   // how many. Allocates nothing.
   virtual int64_t propose(std::span<const TokenId> tokens, std::span<TokenId> out) = 0;
+  // The distributions the last propose()'s drafts were drawn from, for the rejection sampler: a
+  // vocabulary's probabilities per draft, in the drafts' order (verification reads the first
+  // rows, as many as it verifies). Empty for a proposer without one (n-gram, replay): each draft
+  // is then a point mass, q = 1 for the drafted token.
+  virtual std::span<const float> draft_probs() const { return {}; }
 };
 
 // ngram and replay; draft_model needs make_draft_model_proposer.
@@ -83,6 +104,22 @@ std::unique_ptr<Proposer> make_proposer(const SpeculativeConfig& config);
 // benchmarks'): the engine's batched drafting over a pool of its own.
 std::unique_ptr<Proposer> make_draft_model_proposer(Model& draft, int64_t target_vocab,
                                                     int64_t max_len, ThreadPool* pool = nullptr);
+
+// How many drafts a sequence proposes, from how well its drafts have done: every rejected draft
+// is a row of work for nothing, so on text where nothing is accepted a sequence must cost about
+// what plain decoding costs. The engine paces each sequence with one; `dq4 bench model` too.
+class DraftPacing {
+ public:
+  // Drafts to propose this step, at most `limit` (none while paused).
+  int64_t drafts(int64_t limit);
+  // Verification accepted `accepted` of `drafted` drafts (nothing to record when none).
+  void record(int64_t drafted, int64_t accepted);
+
+ private:
+  int64_t allowance_ = std::numeric_limits<int64_t>::max();  // drafts of the next step at most
+  int64_t pause_ = 0;                                        // steps left without drafts
+  int64_t backoff_ = 1;                                      // the next pause's length
+};
 
 // Speculation's counters (EngineStats): vLLM's spec_decode metrics.
 struct SpeculationStats {

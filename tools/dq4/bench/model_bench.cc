@@ -153,9 +153,10 @@ int32_t argmax(std::span<const float> row) {
 }
 
 // Greedy speculative decoding of `count` tokens after `prompt` on a session: each step feeds the
-// last token and the proposer's drafts, keeps the drafts while each equals the argmax of the row
-// before it, and takes the rejected ones back out of the cache. The engine's verification, with
-// no scheduler around it: what the rows cost, apart from serving.
+// last token and the proposer's drafts (as many as the engine's pacing allows), keeps the drafts
+// while each equals the argmax of the row before it, and takes the rejected ones back out of the
+// cache. The engine's verification, with no scheduler around it: what the rows cost, apart from
+// serving.
 struct SpeculativeRun {
   double seconds = 0;
   int64_t steps = 0, drafted = 0, accepted = 0;
@@ -166,6 +167,7 @@ struct SpeculativeRun {
 SpeculativeRun speculative_decode(Session& session, std::span<const int32_t> prompt, int64_t count,
                                   const SpeculativeConfig& config, Proposer& proposer,
                                   const std::function<void()>& between) {
+  DraftPacing pacing;
   SpeculativeRun run;
   session.truncate(0);
   std::vector<int32_t> tokens(prompt.begin(), prompt.end());
@@ -176,8 +178,9 @@ SpeculativeRun speculative_decode(Session& session, std::span<const int32_t> pro
     step[0] = tokens.back();
     const int64_t room = count - static_cast<int64_t>(tokens.size() - prompt.size());
     const std::span<int32_t> drafts = std::span(step).subspan(
-        1, static_cast<size_t>(std::min(config.num_speculative_tokens, room)));
-    const auto n = static_cast<size_t>(proposer.propose(tokens, drafts));
+        1, static_cast<size_t>(pacing.drafts(std::min(config.num_speculative_tokens, room))));
+    const auto n =
+        drafts.empty() ? size_t{0} : static_cast<size_t>(proposer.propose(tokens, drafts));
     const std::span<const float> rows = session.feed_all(std::span(step).first(n + 1));
     const size_t vocab = rows.size() / (n + 1);
     size_t j = 0;
@@ -194,6 +197,7 @@ SpeculativeRun speculative_decode(Session& session, std::span<const int32_t> pro
     ++run.steps;
     run.drafted += static_cast<int64_t>(n);
     run.accepted += static_cast<int64_t>(j);
+    pacing.record(static_cast<int64_t>(n), static_cast<int64_t>(j));
     between();
   }
   run.generated.assign(tokens.begin() + static_cast<ptrdiff_t>(prompt.size()), tokens.end());
@@ -352,6 +356,8 @@ int run_model_bench(int argc, char** argv, int first) {
               "benchmark a synthetic model (dq4 synth --preset) written for the run");
   args.option("threads-list", "LIST", "thread counts", "1,2");
   args.option("quick", "", "prompt 128, decode 32, one run each (seconds, for the demo)");
+  args.option("decode-tokens", "N", "decode this many tokens (default 128; --quick: 32)");
+  args.option("repeats", "N", "runs of each case (default 3; --quick: 1)");
   args.option("json", "", "print one JSON array (an object per case)");
   args.option("speculate", "SPEC",
               "also decode speculatively, greedy, beside each plain decode: "
@@ -380,6 +386,11 @@ int run_model_bench(int argc, char** argv, int first) {
   } else {
     s.prompt_lengths = {128, 512};
   }
+  if (args.given("decode-tokens")) s.decode_tokens = args.integer("decode-tokens");
+  if (args.given("repeats")) s.repeats = static_cast<int>(args.integer("repeats"));
+  if (s.decode_tokens < 1 || s.decode_tokens > 1 << 20)
+    throw Error("option --decode-tokens: expected 1..1048576");
+  if (s.repeats < 1 || s.repeats > 1000) throw Error("option --repeats: expected 1..1000");
   std::vector<int> threads;
   for (int64_t t : parse_integer_list("threads-list", args.value("threads-list"))) {
     if (t <= 0 || t > 1024) throw Error("option --threads-list: expected 1..1024");
