@@ -291,10 +291,11 @@ constexpr int64_t kMaxUnpackedBytes = int64_t{2} << 20;
 
 int64_t unpacked_bytes(const Layout& l) { return l.panel_steps() * kNr * 8; }
 
-// Decode batches up to this many rows are bound by memory: each 4-row tile runs the decode tile
-// (unpacking in its loop) so that the first one streams the panel with prefetch and the others
-// re-read it from L1/L2 while the next panel's lines are on their way. Unpacking into scratch
-// first would stream the panel without overlapping the arithmetic.
+// Decode batches up to this many rows are bound by memory: the first 4 rows run the decode tile
+// (unpacking in its loop), which streams the panel with prefetch; the other rows re-read it from
+// L1/L2 in tall tiles (8 x 32), which unpack each nibble vector for 8 rows instead of 4: the
+// unpack shares its ports with VPDPBUSD on Intel cores. Unpacking into scratch first would stream
+// the panel without overlapping the arithmetic.
 constexpr int64_t kBatchRows = 16;
 
 int64_t scratch_bytes(const Layout& l, int64_t rows) {
@@ -320,9 +321,9 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     if (m1 - m0 <= kBatchRows) {  // decode: the panel streamed from memory once for all rows
       tile_rows<4, kVectors, true>(l, panel, nullptr, lhs, m0, std::min<int64_t>(4, m1 - m0), y,
                                    ldy, n0, e);
-      for (int64_t m = m0 + 4; m < m1; m += 4)
-        tile_rows<4, kVectors, false>(l, panel, nullptr, lhs, m, std::min<int64_t>(4, m1 - m), y,
-                                      ldy, n0, e);
+      for (int64_t m = m0 + 4; m < m1; m += 8)
+        tile_rows<8, 2, false>(l, panel, nullptr, lhs, m, std::min<int64_t>(8, m1 - m), y, ldy, n0,
+                               e);
     } else if (scratch != nullptr) {
       unpack_panel(l, panel, scratch);
       prefill_panel<true>(l, panel, scratch, lhs, m0, m1, y, ldy, n0, e);
