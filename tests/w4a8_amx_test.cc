@@ -28,7 +28,7 @@ TEST(W4A8Amx, RunsOnTilesAsDeepAsItsGroupsAllow) {
   const w4a8::Kernel* model = w4a8::family().find("amx_model");
   ASSERT_NE(model, nullptr);
   ThreadPool pool(1);
-  // K per TDPBSUD: 64 bytes (B tiles of 16 rows of k-quads), 32 for groups of 32.
+  // K per TDPBSSD: 64 bytes (B tiles of 16 rows of k-quads), 32 for groups of 32.
   for (const auto& [group, b_rows] : {std::pair{0, 16}, {32, 8}, {64, 16}, {128, 16}}) {
     test::W4A8Case c{.m = 33, .n = 70, .k = 256, .group = group};
     const test::W4A8Data d = test::make_data(c);
@@ -55,6 +55,41 @@ TEST(W4A8Amx, TakesTheTilesBackFromOtherCodeOnTheThread) {
   EXPECT_EQ(test::run_w4a8(c, d, *model, pool), first);
   pool.run(1, [](int64_t) { amx::TileModel::current().release(); });
   EXPECT_EQ(test::run_w4a8(c, d, *model, pool), first);
+}
+
+// Shapes the shared list (kernel_exact_test.cc) leaves to its M >= 16 rows alone: activation rows
+// whose length is a multiple of 64 (read in place by the tile loads) with a last row block of
+// fewer than 32 rows, more groups than one epilogue pass folds in, several panels with the last
+// one partial, every group size, on one thread and on several (the row and panel split). On the
+// model everywhere, and on the unit where this machine has one.
+TEST(W4A8Amx, RowsReadInPlaceAndGroupBatchesMatchTheReference) {
+  std::vector<const w4a8::Kernel*> kernels;
+  for (const char* name : {"amx_model", "amx"})
+    if (const w4a8::Kernel* k = w4a8::family().find(name); k && w4a8::family().supported(*k))
+      kernels.push_back(k);
+  ASSERT_FALSE(kernels.empty());
+  ThreadPool one(1), three(3);
+  const w4a8::Kernel& reference = *w4a8::family().find("reference");
+  for (const test::W4A8Case& c : {
+           test::W4A8Case{.m = 40, .n = 130, .k = 512, .group = 0, .bias = true},
+           test::W4A8Case{
+               .m = 45, .n = 70, .k = 384, .group = 32, .scale_type = int4::ScaleType::bf16},
+           test::W4A8Case{
+               .m = 33, .n = 100, .k = 640, .group = 64, .scale_type = int4::ScaleType::bf16},
+           test::W4A8Case{.m = 80,
+           .n = 64,
+           .k = 1152,
+           .group = 128,
+           .bias = true,
+           .scale_type = int4::ScaleType::bf16},
+       }) {
+    const test::W4A8Data d = test::make_data(c);
+    const std::vector<float> want = test::run_w4a8(c, d, reference, one);
+    for (const w4a8::Kernel* k : kernels)
+      for (ThreadPool* pool : {&one, &three})
+        ASSERT_EQ(test::run_w4a8(c, d, *k, *pool), want)
+            << w4a8::family().name(*k) << " " << c.name() << " threads " << pool->size();
+  }
 }
 
 // More threads than this machine has cores, each holding its own tile state across preemption

@@ -1,6 +1,6 @@
 // The amx kernel's tile code on the software model of the tile unit (../amx/tile_model.h): the
 // `amx_model` variant, chosen only by name (DQ4_ISA=amx_model), so that the tile-level kernel runs
-// and is tested bit for bit on any x86 host, AMX or not. Slow: every TDPBSUD is 16K scalar
+// and is tested bit for bit on any x86 host, AMX or not. Slow: every TDPBSSD is 16K scalar
 // multiply-adds. Built for the baseline ISA like the reference.
 
 #include "../amx/tile_model.h"
@@ -28,8 +28,8 @@ struct ModelTiles {
     amx::TileModel::current().store(T, base, stride);
   }
   template <int C, int A, int B>
-  static void dpbsud() {
-    amx::TileModel::current().dpbsud(C, A, B);
+  static void dpbssd() {
+    amx::TileModel::current().dpbssd(C, A, B);
   }
 };
 
@@ -45,7 +45,8 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
          int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, uint8_t* scratch) {
   if (!amx_w4a8::on_tiles(l, m1 - m0, kMinRows))
     return kReferenceKernel.run(l, packed, lhs, m0, m1, p0, p1, y, ldy, e, scratch);
-  amx_w4a8::run_tiles<ModelTiles>(l, packed, lhs, m0, m1, p0, p1, y, ldy, e, scratch);
+  amx_w4a8::run_tiles<ModelTiles, amx_w4a8::ScalarSimd>(l, packed, lhs, m0, m1, p0, p1, y, ldy, e,
+                                                        scratch);
 }
 
 int64_t scratch_bytes(const Layout& l, int64_t rows) {
