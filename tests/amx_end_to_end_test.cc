@@ -1,8 +1,9 @@
 // The W4A8 layers of a model and of the serving engine on the AMX tile kernel: the real unit
 // (`amx`) where this CPU and its OS allow it, else the tile model (`amx_model`), so that the same
-// tests run, and must pass, on every x86 host. Batches of 16 rows and more run on the tiles and
-// single rows on the VNNI kernel (or, for the tile model, on the reference), so "batched equals
-// alone" compares the tile code with another kernel through the whole model.
+// tests run, and must pass, on every x86 host. On the real unit batches of 16 rows and more run
+// on the tiles and single rows on the VNNI kernel, so "batched equals alone" also compares the
+// tile code with another kernel through the whole model (the tile model runs every row count on
+// its tiles).
 //
 // Its own executable: main() starts a pool of more threads than this machine has cores before
 // the process asks the OS for tile permission (cpu_features() asks), and chooses the kernel
