@@ -219,7 +219,9 @@ TEST(GenerateCli, ConstrainedOutputs) {
 }
 
 TEST(GenerateCli, SpeculationChangesNoTokenAndReportsItsAcceptance) {
-  for (const std::string sampling : {"--temp 0", "--temp 0.8 --seed 3 --logprobs 2"}) {
+  // Sampling at a low temperature: text repetitive enough that prompt lookup is sometimes right
+  // before the pacing stops drafting (a hotter sample may accept nothing in 120 tokens).
+  for (const std::string sampling : {"--temp 0", "--temp 0.3 --seed 3 --logprobs 2"}) {
     const std::string base =
         "-m " + stories() + " -p 'Once upon a time' -n 120 --ignore-eos " + sampling;
     const nlohmann::json plain = generate_json(base);
