@@ -17,7 +17,8 @@
 //
 // Tiles: tmm0..3 accumulate 32 rows x 32 columns (2 x 2 of 16 x 16 int32), tmm4/5 hold the two
 // 16-row A blocks, tmm6/7 the two 16-column B blocks: 4 TDPBSSD per 4 tile loads, the most
-// reuse 8 tiles allow. A chunk of K is 64 bytes (16 k-quads), or 32 when the groups are not a
+// reuse 8 tiles allow; a block of at most 16 rows loads only tmm4 and runs only tmm0/1's two.
+// A chunk of K is 64 bytes (16 k-quads), or 32 when the groups are not a
 // multiple of 64 (G = 32): a TDPBSSD cannot split its K between two groups' scales, so G = 32
 // runs half-deep tiles, half the peak of the unit. The sums go through memory to the epilogue:
 // channelwise once per block; groupwise per group, a batch of groups' sums folded into the f32
