@@ -59,9 +59,10 @@ TEST(W4A8Amx, TakesTheTilesBackFromOtherCodeOnTheThread) {
 
 // Shapes the shared list (kernel_exact_test.cc) leaves to its M >= 16 rows alone: activation rows
 // whose length is a multiple of 64 (read in place by the tile loads) with a last row block of
-// fewer than 32 rows, more groups than one epilogue pass folds in, several panels with the last
-// one partial, every group size, on one thread and on several (the row and panel split). On the
-// model everywhere, and on the unit where this machine has one.
+// fewer than 32 rows (16 or fewer run one A tile: M = 16 alone, and after full blocks), more groups
+// than one epilogue pass folds in, several panels with the last one partial, every group size, on
+// one thread and on several (the row and panel split). On the model everywhere, and on the unit
+// where this machine has one.
 TEST(W4A8Amx, RowsReadInPlaceAndGroupBatchesMatchTheReference) {
   std::vector<const w4a8::Kernel*> kernels;
   for (const char* name : {"amx_model", "amx"})
@@ -72,6 +73,7 @@ TEST(W4A8Amx, RowsReadInPlaceAndGroupBatchesMatchTheReference) {
   const w4a8::Kernel& reference = *w4a8::family().find("reference");
   for (const test::W4A8Case& c : {
            test::W4A8Case{.m = 40, .n = 130, .k = 512, .group = 0, .bias = true},
+           test::W4A8Case{.m = 16, .n = 70, .k = 256, .group = 0},
            test::W4A8Case{
                .m = 45, .n = 70, .k = 384, .group = 32, .scale_type = int4::ScaleType::bf16},
            test::W4A8Case{

@@ -17,7 +17,8 @@
 //
 // Tiles: tmm0..3 accumulate 32 rows x 32 columns (2 x 2 of 16 x 16 int32), tmm4/5 hold the two
 // 16-row A blocks, tmm6/7 the two 16-column B blocks: 4 TDPBSSD per 4 tile loads, the most
-// reuse 8 tiles allow. A chunk of K is 64 bytes (16 k-quads), or 32 when the groups are not a
+// reuse 8 tiles allow; a block of at most 16 rows loads only tmm4 and runs only tmm0/1's two.
+// A chunk of K is 64 bytes (16 k-quads), or 32 when the groups are not a
 // multiple of 64 (G = 32): a TDPBSSD cannot split its K between two groups' scales, so G = 32
 // runs half-deep tiles, half the peak of the unit. The sums go through memory to the epilogue:
 // channelwise once per block; groupwise per group, a batch of groups' sums folded into the f32
@@ -142,7 +143,9 @@ struct Prefetch {
   int64_t lines_per_chunk;
 };
 
-template <class Tiles, class Simd>
+// With kBothRowTiles false only the first 16 rows: a block of at most 16 rows leaves out the A
+// tile of zeros and the two TDPBSSD on it (the sums' rows 16..31 are then not written).
+template <class Tiles, class Simd, bool kBothRowTiles>
 inline void dot_chunks(const int8_t* a, int64_t lda, const int8_t* b0, int64_t block_bytes,
                        int64_t k0, int64_t chunks, int64_t chunk, int32_t* sums, Prefetch& pf) {
   a += k0;
@@ -150,24 +153,39 @@ inline void dot_chunks(const int8_t* a, int64_t lda, const int8_t* b0, int64_t b
   const int8_t* b1 = b0 + block_bytes;
   Tiles::template zero<kC00>();
   Tiles::template zero<kC01>();
-  Tiles::template zero<kC10>();
-  Tiles::template zero<kC11>();
+  if constexpr (kBothRowTiles) {
+    Tiles::template zero<kC10>();
+    Tiles::template zero<kC11>();
+  }
   for (int64_t c = 0; c < chunks; ++c, a += chunk, b0 += chunk * 16, b1 += chunk * 16) {
     Tiles::template load<kA0>(a, lda);
-    Tiles::template load<kA1>(a + 16 * lda, lda);
+    if constexpr (kBothRowTiles) Tiles::template load<kA1>(a + 16 * lda, lda);
     Tiles::template load<kB0>(b0, 64);
     Tiles::template load<kB1>(b1, 64);
     Tiles::template dpbssd<kC00, kA0, kB0>();
     Tiles::template dpbssd<kC01, kA0, kB1>();
-    Tiles::template dpbssd<kC10, kA1, kB0>();
-    Tiles::template dpbssd<kC11, kA1, kB1>();
+    if constexpr (kBothRowTiles) {
+      Tiles::template dpbssd<kC10, kA1, kB0>();
+      Tiles::template dpbssd<kC11, kA1, kB1>();
+    }
     for (int64_t i = 0; i < pf.lines_per_chunk && pf.next < pf.end; ++i, pf.next += 64)
       Simd::prefetch(pf.next);
   }
   Tiles::template store<kC00>(sums, 128);
   Tiles::template store<kC01>(sums + 16, 128);
-  Tiles::template store<kC10>(sums + 16 * 32, 128);
-  Tiles::template store<kC11>(sums + 16 * 32 + 16, 128);
+  if constexpr (kBothRowTiles) {
+    Tiles::template store<kC10>(sums + 16 * 32, 128);
+    Tiles::template store<kC11>(sums + 16 * 32 + 16, 128);
+  }
+}
+
+template <class Tiles, class Simd>
+inline void dot_chunks(const int8_t* a, int64_t lda, const int8_t* b0, int64_t block_bytes,
+                       int64_t k0, int64_t chunks, int64_t chunk, int32_t* sums, int rows,
+                       Prefetch& pf) {
+  if (rows > 16)
+    return dot_chunks<Tiles, Simd, true>(a, lda, b0, block_bytes, k0, chunks, chunk, sums, pf);
+  dot_chunks<Tiles, Simd, false>(a, lda, b0, block_bytes, k0, chunks, chunk, sums, pf);
 }
 
 // Where one row block's outputs go and what its epilogue reads: rows [m, m + rows) of the
@@ -189,7 +207,7 @@ void block(const Layout& l, const Scratch& s, const int8_t* a, int64_t lda, cons
   const int64_t chunk = chunk_bytes(l), block_bytes = padded_k(l) * 16;
   const int8_t* b = s.b + (o.c0 / 16) * block_bytes;
   if (l.channelwise) {
-    dot_chunks<Tiles, Simd>(a, lda, b, block_bytes, 0, padded_k(l) / chunk, chunk, s.c, pf);
+    dot_chunks<Tiles, Simd>(a, lda, b, block_bytes, 0, padded_k(l) / chunk, chunk, s.c, o.rows, pf);
     return Simd::finish_channelwise(s.c, o);
   }
   for (int64_t g0 = 0; g0 < l.groups; g0 += kGroupBatch) {
@@ -198,7 +216,7 @@ void block(const Layout& l, const Scratch& s, const int8_t* a, int64_t lda, cons
       const int64_t g = g0 + i;
       const int64_t chunks = (l.group_steps(g) * 8 + chunk - 1) / chunk;
       dot_chunks<Tiles, Simd>(a, lda, b, block_bytes, l.group_begin(g), chunks, chunk,
-                              s.c + i * kBlockSums, pf);
+                              s.c + i * kBlockSums, o.rows, pf);
     }
     Simd::accumulate_groups(s.c, s.scale + g0 * kNr + o.c0, batch, o.rows, s.facc, g0 == 0);
   }
