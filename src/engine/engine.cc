@@ -580,9 +580,9 @@ void Engine::Impl::verify(Row& row) {
   // The proposer's distributions, when it has one for every draft verified (a draft model's
   // drafts are verified as point masses: the committed tokens still follow the target's
   // distribution, whatever drew the drafts).
-  const Proposer* proposer = row.c->draft->proposer.get();
+  const Proposer* proposer = rejection ? row.c->draft->proposer.get() : nullptr;
   const std::span<const float> q =
-      rejection && proposer != nullptr ? proposer->draft_probs() : std::span<const float>();
+      proposer != nullptr ? proposer->draft_probs() : std::span<const float>();
   const bool has_q = q.size() >= static_cast<size_t>(row.drafts * vocab);
   for (int64_t j = 0;; ++j) {
     const auto at = static_cast<size_t>(row.first + j);
