@@ -132,7 +132,9 @@ TEST_F(HttpTransport, ConnectionCapRefusesOnlyWhenEveryConnectionIsBusy) {
   options.max_connections = 2;
   start(options);
   HttpClient first("127.0.0.1", server_->port()), second("127.0.0.1", server_->port());
+  // One after the other, so that held(0) is the first client's request.
   first.send("GET", "/wait");
+  ASSERT_TRUE(eventually([&] { return held(0) != nullptr; }));
   second.send("GET", "/wait");
   ASSERT_TRUE(eventually([&] { return held(1) != nullptr; }));
   EXPECT_THROW(
