@@ -15,7 +15,6 @@ constexpr int64_t kRowsTogether = 8;
 
 using Floats8 = float __attribute__((vector_size(32)));
 using Doubles8 = double __attribute__((vector_size(64)));
-using Index8 = int64_t __attribute__((vector_size(64)));
 
 // sums[j] = sum over i of x[j][i]^2 in double, in order of i, for kRowsTogether rows: 8 x 8
 // blocks transposed so that column i of the 8 rows is one vector, and s[j] += v[j]^2 is
@@ -33,19 +32,18 @@ void sums_of_squares(const float* x, int64_t cols, int64_t ldx, double* sums) {
     }
     Doubles8 t[8], u[8], c[8];
     for (int j = 0; j < 8; j += 2) {  // pairs of rows: even columns, odd columns
-      t[j] = __builtin_shuffle(d[j], d[j + 1], Index8{0, 8, 2, 10, 4, 12, 6, 14});
-      t[j + 1] = __builtin_shuffle(d[j], d[j + 1], Index8{1, 9, 3, 11, 5, 13, 7, 15});
+      t[j] = __builtin_shufflevector(d[j], d[j + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+      t[j + 1] = __builtin_shufflevector(d[j], d[j + 1], 1, 9, 3, 11, 5, 13, 7, 15);
     }
     for (int j = 0; j < 8; j += 4)  // quads of rows: columns 0 4, 2 6, 1 5, 3 7
       for (int o = 0; o < 2; ++o) {
-        u[j + o] = __builtin_shuffle(t[j + o], t[j + 2 + o], Index8{0, 1, 8, 9, 4, 5, 12, 13});
-        u[j + 2 + o] =
-            __builtin_shuffle(t[j + o], t[j + 2 + o], Index8{2, 3, 10, 11, 6, 7, 14, 15});
+        u[j + o] = __builtin_shufflevector(t[j + o], t[j + 2 + o], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[j + 2 + o] = __builtin_shufflevector(t[j + o], t[j + 2 + o], 2, 3, 10, 11, 6, 7, 14, 15);
       }
     // u[0]: column 0 | 4 of rows 0-3, u[1]: 1 | 5, u[2]: 2 | 6, u[3]: 3 | 7; u[4..7] rows 4-7.
     for (int o = 0; o < 4; ++o) {
-      c[o] = __builtin_shuffle(u[o], u[4 + o], Index8{0, 1, 2, 3, 8, 9, 10, 11});
-      c[4 + o] = __builtin_shuffle(u[o], u[4 + o], Index8{4, 5, 6, 7, 12, 13, 14, 15});
+      c[o] = __builtin_shufflevector(u[o], u[4 + o], 0, 1, 2, 3, 8, 9, 10, 11);
+      c[4 + o] = __builtin_shufflevector(u[o], u[4 + o], 4, 5, 6, 7, 12, 13, 14, 15);
     }
     for (int i = 0; i < 8; ++i) s += c[i] * c[i];
   }
