@@ -61,6 +61,8 @@ Json parse_schema(std::string_view text) {
   } catch (const Json::parse_error& e) {
     throw ConstraintError("json_schema: not valid JSON at byte " + std::to_string(e.byte) + " (" +
                           e.what() + ")");
+  } catch (const Json::exception& e) {  // e.g. a number out of the range of a double
+    throw ConstraintError(std::string("json_schema: not valid JSON (") + e.what() + ")");
   }
 }
 

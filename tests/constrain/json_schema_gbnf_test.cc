@@ -297,6 +297,7 @@ TEST(JsonSchemaGbnf, RefusesUnsupportedKeywordsNamingThemAndTheirPlace) {
 TEST(JsonSchemaGbnf, BadJsonAndHostileNestingAreErrors) {
   expect_error([] { json_schema_to_gbnf(R"({"type": })"); }, {"not valid JSON", "byte 10"});
   expect_error([] { json_schema_to_gbnf(""); }, "not valid JSON");
+  expect_error([] { json_schema_to_gbnf("-24444e44444"); }, "not valid JSON");  // out of range
   expect_error([] { json_schema_to_gbnf(std::string(100000, '[')); }, "nested deeper");
   std::string deep = R"({"type": "string"})";
   for (int i = 0; i < 120; ++i) deep = R"({"type": "array", "items": )" + deep + "}";
