@@ -74,4 +74,10 @@ std::vector<Generation> run_llamacpp(const std::string& gguf, const std::vector<
   return generations;
 }
 
+std::string preset_test_name(const testing::TestParamInfo<const char*>& info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
 }  // namespace dq4::test

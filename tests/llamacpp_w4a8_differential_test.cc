@@ -131,11 +131,7 @@ TEST_P(LlamaCppW4A8Differential, TeacherForcedProbabilitiesAndClearGreedyIdsMatc
 INSTANTIATE_TEST_SUITE_P(TinyPresets, LlamaCppW4A8Differential,
                          testing::Values("tiny-qwen3-moe", "tiny-qwen2-moe", "tiny-mixtral",
                                          "tiny-olmoe", "tiny-gemma2", "tiny-gemma3", "tiny-phi3"),
-                         [](const testing::TestParamInfo<const char*>& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
-                         });
+                         preset_test_name);
 
 }  // namespace
 }  // namespace dq4::test
