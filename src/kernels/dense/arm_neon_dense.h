@@ -19,6 +19,7 @@ struct Neon {
   static constexpr int kNr = 16;
   // 16 accumulators, 8 broadcasts and the widened weights fit the 32 registers.
   static constexpr int kDecodeRows = 4, kDecodeVectors = 4;
+  static constexpr int kStreamRows = 4, kStreamVectors = 4;  // taller decode tiles unmeasured here
   static constexpr int kPrefillRows = 4, kPrefillVectors = 4;
 
   static DQ4_DENSE_INLINE Reg zero() { return vdupq_n_f32(0.0f); }

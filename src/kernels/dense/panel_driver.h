@@ -8,8 +8,10 @@
 //   add, clamp(y, lo, hi) = min(max(y, lo), hi) in the reference's (y > lo ? y : lo) sense,
 //   raw(const uint8_t*) (an aligned load of kLanes dwords), bf16_even(raw) (low halves widened),
 //   bf16_odd(raw) (high halves widened), prefetch(const uint8_t*), and the tile shapes
-//   kDecodeRows x kDecodeVectors (the whole panel: kDecodeVectors = nr / kLanes) and
-//   kPrefillRows x kPrefillVectors.
+//   kDecodeRows x kDecodeVectors (the whole panel: kDecodeVectors = nr / kLanes),
+//   kStreamRows x kStreamVectors (taller and narrower, for calls of more than kDecodeRows rows
+//   that still stream each panel once; kStreamRows = kDecodeRows where the registers allow none)
+//   and kPrefillRows x kPrefillVectors.
 // P provides accumulate<MR, NV, kPrefetch>(lhs, m, w, step_bytes, panel_bytes, k0, k1, acc):
 //   acc[r][j] += rows m + r of x times the columns of vector j (vector_at), over k0..k1 (k0 a
 //   multiple of 2).
@@ -50,9 +52,11 @@ template <class V, int NV, Prefetch kPrefetch>
 DQ4_DENSE_INLINE void prefetch_step(const uint8_t* w, int64_t panel_bytes) {
   constexpr int kPanelStep = V::kDecodeVectors * V::kBytes;  // a whole panel's step
   if constexpr (kPrefetch == Prefetch::ahead) {
+    // A tile narrower than the panel reads part of each step: the same lead in its own bytes.
+    constexpr int64_t kAhead = kPrefetchBytes * std::max(1, V::kDecodeVectors / NV);
 #pragma GCC unroll 8
     for (int off = 0; off < NV * V::kBytes; off += 64)
-      V::prefetch(w + off / kPanelStep * panel_bytes + kPrefetchBytes + off % kPanelStep);
+      V::prefetch(w + off / kPanelStep * panel_bytes + kAhead + off % kPanelStep);
   } else if constexpr (kPrefetch == Prefetch::next_block) {
 #pragma GCC unroll 8
     for (int off = 0; off < NV * V::kBytes; off += 64) V::prefetch(w + kBlockBytes + off);
@@ -71,20 +75,39 @@ struct ExactBf16 {
     int64_t k = k0;
     for (; k + 2 <= k1; k += 2, w += step_bytes) {
       prefetch_step<V, NV, kPrefetch>(w, panel_bytes);
-      typename V::Reg a[MR], b[MR];
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        a[r] = V::set1(x[r][k]);
-        b[r] = V::set1(x[r][k + 1]);
-      }
-#pragma GCC unroll 8
-      for (int j = 0; j < NV; ++j) {
-        const typename V::Reg raw = V::raw(vector_at<V>(w, panel_bytes, j));
-        const typename V::Reg even = V::bf16_even(raw), odd = V::bf16_odd(raw);
+      if constexpr (MR * (NV + 2) <= 24) {  // every row's broadcasts fit beside the sums
+        typename V::Reg a[MR], b[MR];
 #pragma GCC unroll 8
         for (int r = 0; r < MR; ++r) {
-          acc[r][j] = V::fma(even, a[r], acc[r][j]);
-          acc[r][j] = V::fma(odd, b[r], acc[r][j]);
+          a[r] = V::set1(x[r][k]);
+          b[r] = V::set1(x[r][k + 1]);
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j) {
+          const typename V::Reg raw = V::raw(vector_at<V>(w, panel_bytes, j));
+          const typename V::Reg even = V::bf16_even(raw), odd = V::bf16_odd(raw);
+#pragma GCC unroll 8
+          for (int r = 0; r < MR; ++r) {
+            acc[r][j] = V::fma(even, a[r], acc[r][j]);
+            acc[r][j] = V::fma(odd, b[r], acc[r][j]);
+          }
+        }
+      } else {  // row by row: a row's two broadcasts, then its sums
+        typename V::Reg even[NV], odd[NV];
+#pragma GCC unroll 8
+        for (int j = 0; j < NV; ++j) {
+          const typename V::Reg raw = V::raw(vector_at<V>(w, panel_bytes, j));
+          even[j] = V::bf16_even(raw);
+          odd[j] = V::bf16_odd(raw);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r) {
+          const typename V::Reg a = V::set1(x[r][k]), b = V::set1(x[r][k + 1]);
+#pragma GCC unroll 8
+          for (int j = 0; j < NV; ++j) {
+            acc[r][j] = V::fma(even[j], a, acc[r][j]);
+            acc[r][j] = V::fma(odd[j], b, acc[r][j]);
+          }
         }
       }
     }
@@ -203,15 +226,24 @@ void run_panels(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t 
                 int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e,
                 float* partial) {
   const Target out{y, ldy, e, e.accumulate ? partial : nullptr, m0, l.nr};
-  if (m1 - m0 <= V::kDecodeRows) {  // decode: one pass over each panel, streamed from memory
+  const int64_t rows = m1 - m0;
+  if (rows <= V::kStreamRows) {  // decode: one pass over each panel, streamed from memory
     int64_t p = p0;
-    if (m1 - m0 == 1)  // one row: two panels at a time, so that enough FMA chains overlap
+    if (rows == 1)  // one row: two panels at a time, so that enough FMA chains overlap
       for (; p + 2 <= p1; p += 2)
         tile<V, P, 1, 2 * V::kDecodeVectors, Prefetch::ahead>(l, panel_at(packed, l, p), 0, lhs, m0,
                                                               out, p * l.nr, 0, l.k);
-    for (; p < p1; ++p)
-      tile_rows<V, P, V::kDecodeRows, V::kDecodeVectors, Prefetch::ahead>(
-          l, panel_at(packed, l, p), lhs, m0, m1 - m0, out, p * l.nr, 0, l.k);
+    for (; p < p1; ++p) {
+      // A verified draft or a small batch (a few rows past kDecodeRows) in narrower tiles of all
+      // its rows: the weights stay one stream from memory where K blocks would read each block
+      // from memory for the first tile and from L1 for the rest, every row's FMAs behind the read.
+      if (rows <= V::kDecodeRows)
+        tile_rows<V, P, V::kDecodeRows, V::kDecodeVectors, Prefetch::ahead>(
+            l, panel_at(packed, l, p), lhs, m0, rows, out, p * l.nr, 0, l.k);
+      else if constexpr (V::kStreamRows > V::kDecodeRows)
+        tile_rows<V, P, V::kStreamRows, V::kStreamVectors, Prefetch::ahead>(
+            l, panel_at(packed, l, p), lhs, m0, rows, out, p * l.nr, 0, l.k);
+    }
     return;
   }
   const int64_t element_bytes = l.element == Element::bf16 ? 2 : 4;

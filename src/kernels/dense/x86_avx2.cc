@@ -15,6 +15,7 @@ struct Ymm {
   static constexpr int kNr = 32;
   // 8 accumulators, 4 broadcasts and the widened weights fit the 16 registers.
   static constexpr int kDecodeRows = 2, kDecodeVectors = 4;
+  static constexpr int kStreamRows = 2, kStreamVectors = 4;  // no registers for taller tiles
   static constexpr int kPrefillRows = 2, kPrefillVectors = 4;
 
   static DQ4_DENSE_INLINE __m256i mask(int n) {

@@ -15,8 +15,11 @@ struct Zmm {
   static constexpr int kLanes = 16;
   static constexpr int kBytes = 64;
   static constexpr int kNr = 64;
-  // 16 accumulators, 8 broadcasts and the widened weights fit the 32 registers.
-  static constexpr int kDecodeRows = 4, kDecodeVectors = 4;
+  // Decode: up to 20 accumulators over the whole panel (five rows: a draft of four verified with
+  // its last token), then 16 over half of it for up to eight rows; broadcasts row by row where
+  // every row's would not fit the 32 registers (panel_driver.h).
+  static constexpr int kDecodeRows = 5, kDecodeVectors = 4;
+  static constexpr int kStreamRows = 8, kStreamVectors = 2;
   static constexpr int kPrefillRows = 4, kPrefillVectors = 4;
 
   static DQ4_DENSE_INLINE __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1); }
