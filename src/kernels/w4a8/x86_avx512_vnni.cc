@@ -291,12 +291,15 @@ constexpr int64_t kMaxUnpackedBytes = int64_t{2} << 20;
 
 int64_t unpacked_bytes(const Layout& l) { return l.panel_steps() * kNr * 8; }
 
-// Decode batches up to this many rows are bound by memory: the first 4 rows run the decode tile
-// (unpacking in its loop), which streams the panel with prefetch; the other rows re-read it from
-// L1/L2 in tall tiles (8 x 32), which unpack each nibble vector for 8 rows instead of 4: the
+// Decode batches up to this many rows are bound by memory: the first kStreamedRows rows run the
+// decode tile (unpacking in its loop), which streams the panel with prefetch; the other rows
+// re-read it from L1/L2 in tall tiles (8 x 32), which unpack each nibble vector for 8 rows: the
 // unpack shares its ports with VPDPBUSD on Intel cores. Unpacking into scratch first would stream
 // the panel without overlapping the arithmetic.
 constexpr int64_t kBatchRows = 16;
+// Five rows (a draft of four verified with its last token) in one streamed pass: 20 accumulators
+// and a step's 8 nibble planes still fit the 32 registers.
+constexpr int kStreamedRows = 5;
 
 int64_t scratch_bytes(const Layout& l, int64_t rows) {
   const int64_t bytes = unpacked_bytes(l);
@@ -319,9 +322,9 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
     if (m1 - m0 <= kBatchRows) {  // decode: the panel streamed from memory once for all rows
-      tile_rows<4, kVectors, true>(l, panel, nullptr, lhs, m0, std::min<int64_t>(4, m1 - m0), y,
-                                   ldy, n0, e);
-      for (int64_t m = m0 + 4; m < m1; m += 8)
+      const int64_t streamed = std::min<int64_t>(kStreamedRows, m1 - m0);
+      tile_rows<kStreamedRows, kVectors, true>(l, panel, nullptr, lhs, m0, streamed, y, ldy, n0, e);
+      for (int64_t m = m0 + streamed; m < m1; m += 8)
         tile_rows<8, 2, false>(l, panel, nullptr, lhs, m, std::min<int64_t>(8, m1 - m), y, ldy, n0,
                                e);
     } else if (scratch != nullptr) {
