@@ -30,6 +30,12 @@ TEST(JsonSchemaGbnf, StrictModeObject) {
   EXPECT_FALSE(g.accepts(R"({"age": 42, "name": "Bob"})"));  // the schema's order
   EXPECT_FALSE(g.accepts(R"({"name": "Bob", "age": 42, "x": 1})"));
   EXPECT_FALSE(g.accepts(R"({"name": "Bob", "age": 4.5})"));
+  // The model's whitespace is bounded: one space, or a newline and up to 20 spaces.
+  const std::string indent20 = "{\n" + std::string(20, ' ') + R"("name": "B", "age": 1} )";
+  EXPECT_TRUE(g.accepts(indent20));
+  EXPECT_FALSE(g.accepts("{\n " + indent20.substr(2)));
+  EXPECT_FALSE(g.accepts(R"({"name":  "B", "age": 1})"));
+  EXPECT_FALSE(g.accepts(R"({"name": "B", "age": 1}  )"));
 }
 
 TEST(JsonSchemaGbnf, OptionalPropertiesMayBeAbsent) {
