@@ -374,6 +374,12 @@ TEST(StructuredOutputsEndToEnd, ConstraintsThatCannotCompileAre400sNamingTheFiel
   ASSERT_EQ(ok.status, 200) << ok.body;
   const std::string text = json::parse(ok.body)["choices"][0]["text"];
   EXPECT_TRUE(text == "fine" || text == "good") << text;
+  const HttpReply regex =
+      post(server.port(), "/v1/completions",
+           {{"prompt", "Hi"}, {"max_tokens", 10}, {"guided_regex", "(ok|no)!"}});
+  ASSERT_EQ(regex.status, 200) << regex.body;
+  const std::string answer = json::parse(regex.body)["choices"][0]["text"];
+  EXPECT_TRUE(answer == "ok!" || answer == "no!") << answer;
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
