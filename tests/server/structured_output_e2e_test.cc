@@ -239,6 +239,17 @@ const json kArray = json::parse(R"({
             "required": ["c", "n"], "additionalProperties": false},
   "minItems": 1, "maxItems": 4})");
 
+const json kFormats = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "day": {"type": "string", "format": "date"},
+    "at": {"type": "string", "format": "time"},
+    "stamp": {"type": "string", "format": "date-time"},
+    "id": {"type": "string", "format": "uuid"},
+    "host": {"type": "string", "format": "ipv4"}},
+  "required": ["day", "at", "stamp", "id", "host"],
+  "additionalProperties": false})");
+
 // Nested lists of small numbers, as GBNF, and the same language as a JSON schema for the check.
 const char* kListGrammar =
     "root ::= list\n"
@@ -302,6 +313,11 @@ TEST(StructuredOutputsEndToEnd, MistralTokenizer) {
         {{"structured_outputs", {{"json", kAnyOf}}}},
         schema_case(kAnyOf)},
        {"arrays of objects (guided_json)", true, {{"guided_json", kArray}}, schema_case(kArray)},
+       {"string formats (response_format json_schema)",
+        true,
+        {{"response_format",
+          {{"type", "json_schema"}, {"json_schema", {{"name", "f"}, {"schema", kFormats}}}}}},
+        schema_case(kFormats)},
        // Any object: strings are unbounded, and a random model closes one only by chance.
        {"json_object (response_format)",
         true,
