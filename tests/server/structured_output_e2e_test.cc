@@ -242,12 +242,12 @@ const json kArray = json::parse(R"({
 const json kFormats = json::parse(R"({
   "type": "object",
   "properties": {
-    "day": {"type": "string", "format": "date"},
-    "at": {"type": "string", "format": "time"},
-    "stamp": {"type": "string", "format": "date-time"},
+    "at": {"type": "string", "format": "date-time"},
     "id": {"type": "string", "format": "uuid"},
-    "host": {"type": "string", "format": "ipv4"}},
-  "required": ["day", "at", "stamp", "id", "host"],
+    "ip": {"type": "string", "format": "ipv4"},
+    "ip6": {"type": "string", "format": "ipv6"},
+    "span": {"type": "string", "format": "duration"}},
+  "required": ["at", "id", "ip", "ip6", "span"],
   "additionalProperties": false})");
 
 // Nested lists of small numbers, as GBNF, and the same language as a JSON schema for the check.
