@@ -1,8 +1,10 @@
 // Tool calls and reasoning through a live `dq4 serve` on a tiny random-weight Qwen3 model:
 // tool_choice "required" and named functions are held to the tools' schemas by a grammar, so
 // every seeded output must parse into valid calls in each tool-call format; streamed calls
-// reassemble into the whole response's; reasoning comes apart from content; the official openai
-// npm client (tests/js/openai_tools_test.mjs) reads all of it.
+// reassemble into the whole response's; under "auto" calls are parsed out (the first only with
+// parallel_tool_calls false), under "none" they stay content; reasoning comes apart from content
+// and a schema holds only the answer; the official openai npm client
+// (tests/js/openai_tools_test.mjs) reads all of it.
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
