@@ -2,7 +2,8 @@
 // set of token sequences: masked tokens are never sampled, logprobs are of the masked
 // distribution, constrained and unconstrained choices share steps without changing each other,
 // every choice has its own matcher, preemption keeps a matcher's place, the constraint can start
-// after given tokens, and how a constraint's end meets EOS, min_tokens and max_tokens.
+// after given tokens, stop strings cut a constrained output, and how a constraint's end meets EOS,
+// min_tokens and max_tokens.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -346,6 +347,44 @@ TEST(EngineConstraint, ItsEndMeetsEosMinTokensAndMaxTokens) {
     EXPECT_EQ(c.text, test::stories_tokenizer().decode(all, true).substr(before.size()))
         << "case " << i;
   }
+}
+
+TEST(EngineConstraint, StopStringsCutAConstrainedOutput) {
+  Rig rig(small_options());
+  const std::vector<TokenId> tokens = {300, 310, 320, 330};
+  const auto prompt = prompt_of(4, 6);
+  const auto text_of = [&](size_t count) {
+    std::vector<TokenId> all = prompt;
+    const std::string before = test::stories_tokenizer().decode(all, true);
+    all.insert(all.end(), tokens.begin(), tokens.begin() + static_cast<long>(count));
+    return test::stories_tokenizer().decode(all, true).substr(before.size());
+  };
+  const std::string whole = text_of(4), two = text_of(2);
+  const std::string third = text_of(3).substr(two.size());
+  ASSERT_FALSE(third.empty());
+  ASSERT_EQ(two.find(third), std::string::npos);
+  // A stop string met inside the constrained output cuts it there.
+  Request cut = greedy(prompt, 20);
+  cut.constraint = set_of({tokens});
+  cut.stop = {third};
+  const uint64_t cut_id = rig.engine.add_request(cut, rig.outputs.callback());
+  // One that only begins at the output's end is held back, then given out when the constraint
+  // ends.
+  Request held = greedy(prompt, 20);
+  held.constraint = set_of({tokens});
+  held.stop = {whole.substr(whole.size() - 1) + "\x01"};
+  const uint64_t held_id = rig.engine.add_request(held, rig.outputs.callback());
+  rig.run();
+  const Collected::Choice c = rig.outputs.get(cut_id).choices.at(0);
+  EXPECT_EQ(c.finish, FinishReason::stop);
+  EXPECT_EQ(c.stop_string, third);
+  EXPECT_EQ(c.text, two);
+  EXPECT_EQ(c.tokens, (std::vector<TokenId>{300, 310, 320}));
+  const Collected::Choice h = rig.outputs.get(held_id).choices.at(0);
+  EXPECT_EQ(h.finish, FinishReason::stop);
+  EXPECT_FALSE(h.stop_string);
+  EXPECT_EQ(h.text, whole);
+  EXPECT_EQ(h.tokens, tokens);
 }
 
 // A matcher that ends only on EOS: after a whole sequence, EOS is the one token allowed.

@@ -32,6 +32,7 @@ json chat_message(const ChatOutputOptions& options, const std::string& text, boo
   ParsedToolOutput parsed = parse_tool_calls(options.tools, content);
   message["content"] = parsed.content ? json(std::move(*parsed.content)) : json(nullptr);
   if (parsed.calls.empty()) return message;
+  if (options.single_call) parsed.calls.resize(1);
   called = true;
   json calls = json::array();
   for (ToolCall& call : parsed.calls)
@@ -43,7 +44,8 @@ json chat_message(const ChatOutputOptions& options, const std::string& text, boo
   return message;
 }
 
-ChatDeltaStream::ChatDeltaStream(const ChatOutputOptions& options) {
+ChatDeltaStream::ChatDeltaStream(const ChatOutputOptions& options)
+    : single_call_(options.single_call) {
   if (options.reasoning) reasoning_.emplace(options.think_start);
   if (options.tools != ToolFormat::none) tools_.emplace(options.tools, new_tool_call_id);
 }
@@ -60,6 +62,8 @@ void ChatDeltaStream::content(const std::string& text, bool at_end, std::vector<
     d.calls.insert(d.calls.end(), last.calls.begin(), last.calls.end());
   }
   if (!d.content.empty()) out.push_back({{"content", std::move(d.content)}});
+  if (single_call_)
+    std::erase_if(d.calls, [](const ToolCallStream::CallDelta& c) { return c.index > 0; });
   if (d.calls.empty()) return;
   json calls = json::array();
   for (ToolCallStream::CallDelta& c : d.calls) {

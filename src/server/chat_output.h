@@ -18,6 +18,8 @@ struct ChatOutputOptions {
   bool reasoning = false;  // split <think> reasoning out
   ThinkStart think_start = ThinkStart::maybe;
   ToolFormat tools = ToolFormat::none;  // none: the content is not parsed for calls
+  // parallel_tool_calls false: the first call only, the model's others dropped (as vLLM does).
+  bool single_call = false;
   bool active() const { return reasoning || tools != ToolFormat::none; }
 };
 
@@ -42,6 +44,7 @@ class ChatDeltaStream {
   void content(const std::string& text, bool at_end, std::vector<nlohmann::json>& out);
   std::optional<ReasoningStream> reasoning_;
   std::optional<ToolCallStream> tools_;
+  bool single_call_ = false;
 };
 
 }  // namespace dq4::server

@@ -205,6 +205,7 @@ ChatOutputOptions OpenAiService::chat_output(ChatRequest& chat, const std::strin
       }
       break;
   }
+  output.single_call = !chat.tools.parallel_tool_calls;
   // The answer is constrained, not the reasoning before it.
   if (chat.fields.constraint && output.reasoning && output.think_start != ThinkStart::closed)
     chat.fields.request.constraint_after = tokenizer_.encode(std::string(kThinkEnd), false);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "dq4/constrain/constraint.h"
 #include "dq4/constrain/to_gbnf.h"
@@ -30,6 +31,12 @@ TEST(JsonSchemaGbnf, StrictModeObject) {
   EXPECT_FALSE(g.accepts(R"({"age": 42, "name": "Bob"})"));  // the schema's order
   EXPECT_FALSE(g.accepts(R"({"name": "Bob", "age": 42, "x": 1})"));
   EXPECT_FALSE(g.accepts(R"({"name": "Bob", "age": 4.5})"));
+  // The model's whitespace is bounded: one space, or a newline and up to 20 spaces.
+  const std::string indent20 = "{\n" + std::string(20, ' ') + R"("name": "B", "age": 1} )";
+  EXPECT_TRUE(g.accepts(indent20));
+  EXPECT_FALSE(g.accepts("{\n " + indent20.substr(2)));
+  EXPECT_FALSE(g.accepts(R"({"name":  "B", "age": 1})"));
+  EXPECT_FALSE(g.accepts(R"({"name": "B", "age": 1}  )"));
 }
 
 TEST(JsonSchemaGbnf, OptionalPropertiesMayBeAbsent) {
@@ -231,6 +238,33 @@ TEST(JsonSchemaGbnf, StringLengthsPatternsAndFormats) {
   EXPECT_TRUE(ip.accepts(R"("192.168.0.255")"));
   EXPECT_FALSE(ip.accepts(R"("192.168.0.256")"));
   EXPECT_FALSE(ip.accepts(R"("01.2.3.4")"));
+}
+
+TEST(JsonSchemaGbnf, HostnameIpv6AndDurationFormats) {
+  const auto quoted = [](const std::string& text) { return "\"" + text + "\""; };
+  auto host = schema(R"({"type": "string", "format": "hostname"})");
+  for (const std::string& ok :
+       std::vector<std::string>{"localhost", "example.com", "a-b.c0.D.e", std::string(61, 'x')})
+    EXPECT_TRUE(host.accepts(quoted(ok))) << ok;
+  for (const std::string& bad : std::vector<std::string>{"", "-a.com", "a-.com", "a..b", "a_b.com",
+                                                         "a.b.c.d.e", "a.", std::string(62, 'x')})
+    EXPECT_FALSE(host.accepts(quoted(bad))) << bad;
+  auto ipv6 = schema(R"({"type": "string", "format": "ipv6"})");
+  for (const char* ok : {"::", "::1", "1::", "2001:db8::1", "fe80::1:2:3:4:5:6", "1:2:3:4:5:6:7:8",
+                         "1:2:3:4:5:6:1.2.3.4", "::ffff:192.0.2.1", "1:2:3:4:5:6:7::",
+                         "::2:3:4:5:6:7:8", "ABCD:ef01::", "1::1.2.3.4", "1:2:3:4:5::1.2.3.4"})
+    EXPECT_TRUE(ipv6.accepts(quoted(ok))) << ok;
+  for (const char* bad : {"1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", ":1", "1:2:3:4:5:6:7",
+                          "1:2:3:4:5:6:7:8::", "1.2.3.4", "::1.2.3", "g::", "1:2:3:4:5:6:7:1.2.3.4",
+                          "::1:2:3:4:5:6:7:8", "1:::2", "::256.1.1.1"})
+    EXPECT_FALSE(ipv6.accepts(quoted(bad))) << bad;
+  auto duration = schema(R"({"type": "string", "format": "duration"})");
+  for (const char* ok :
+       {"P1Y", "P1Y2M3DT4H5M6S", "P2W", "PT5M", "P3D", "P1M", "PT1H30M", "P1YT1S", "P123456789D"})
+    EXPECT_TRUE(duration.accepts(quoted(ok))) << ok;
+  for (const char* bad :
+       {"P", "PT", "P1", "1Y", "P1S", "PT1D", "P1W2D", "P1Y3D", "PT1H5S", "P1234567890D"})
+    EXPECT_FALSE(duration.accepts(quoted(bad))) << bad;
 }
 
 TEST(JsonSchemaGbnf, RecursiveReferences) {

@@ -1,13 +1,15 @@
 // An independent check of constrained outputs: node validate_structured_outputs.mjs CASES.json.
 // CASES.json: [{name, kind: "json_schema" | "json_object" | "regex" | "choice", schema | pattern |
-// choices, outputs: [text...]}]. JSON Schemas are checked by Ajv (draft 2020-12), regular
-// expressions by JavaScript's RegExp (whole text, Unicode mode), choices by equality. Prints
-// {name: {checked, invalid: [{index, output, why}]}} as JSON.
+// choices, outputs: [text...]}]. JSON Schemas are checked by Ajv (draft 2020-12, formats by
+// ajv-formats), regular expressions by JavaScript's RegExp (whole text, Unicode mode), choices by
+// equality. Prints {name: {checked, invalid: [{index, output, why}]}} as JSON.
 import Ajv2020 from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import { readFileSync } from 'node:fs';
 
 const cases = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const ajv = new Ajv2020({ allErrors: false, strict: true });
+addFormats(ajv);
 const report = {};
 
 function parse(text) {

@@ -1,8 +1,10 @@
 // Tool calls and reasoning through a live `dq4 serve` on a tiny random-weight Qwen3 model:
 // tool_choice "required" and named functions are held to the tools' schemas by a grammar, so
 // every seeded output must parse into valid calls in each tool-call format; streamed calls
-// reassemble into the whole response's; reasoning comes apart from content; the official openai
-// npm client (tests/js/openai_tools_test.mjs) reads all of it.
+// reassemble into the whole response's; under "auto" calls are parsed out (the first only with
+// parallel_tool_calls false), under "none" they stay content; reasoning comes apart from content
+// and a schema holds only the answer; the official openai npm client
+// (tests/js/openai_tools_test.mjs) reads all of it.
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -231,6 +233,24 @@ TEST_F(ServeToolsHermes, ReasoningApartFromContent) {
   EXPECT_EQ(streamed.reasoning, message["reasoning_content"]);
   EXPECT_EQ(streamed.content, "");
 
+  // A schema holds the answer, not the thinking: inside <think> the model writes freely (a
+  // schema held from the first token would make it write a boolean and stop).
+  json schema_open = open;
+  schema_open["response_format"] = {
+      {"type", "json_schema"}, {"json_schema", {{"name", "b"}, {"schema", {{"type", "boolean"}}}}}};
+  const json thinking = chat(server.port(), schema_open);
+  EXPECT_EQ(thinking["choices"][0]["finish_reason"], "length") << thinking;
+  EXPECT_EQ(thinking["choices"][0]["message"]["reasoning_content"], message["reasoning_content"]);
+  EXPECT_EQ(thinking["choices"][0]["message"]["content"], "");
+  // With the block closed in the prompt the schema holds from the first token.
+  json schema_closed = schema_open;
+  schema_closed["chat_template_kwargs"] = {{"enable_thinking", false}};
+  const json answer = chat(server.port(), schema_closed);
+  EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop") << answer;
+  EXPECT_TRUE(
+      json::parse(answer["choices"][0]["message"]["content"].get<std::string>()).is_boolean())
+      << answer;
+
   // enable_thinking false closes the block in the prompt: all content, and the tool grammar
   // applies from the first token.
   const json closed =
@@ -242,6 +262,56 @@ TEST_F(ServeToolsHermes, ReasoningApartFromContent) {
   EXPECT_TRUE(m["reasoning_content"].is_null()) << closed;
   ASSERT_EQ(m["tool_calls"].size(), 1u) << closed;
   expect_valid_call(m["tool_calls"][0]);
+  EXPECT_EQ(server.terminate(), 0) << server.log();
+}
+
+// Two Hermes calls, as a regex that holds the random model to them.
+const std::string kTwoCallsRegex =
+    "<tool_call>\\n\\{\"name\": \"now\", \"arguments\": \\{\\}\\}\\n</tool_call>\\n"
+    "<tool_call>\\n\\{\"name\": \"get_weather\", \"arguments\": \\{\"city\": \"Oslo\", "
+    "\"days\": 2\\}\\}\\n</tool_call>";
+
+TEST_F(ServeToolsHermes, AutoParsesCallsParallelToolCallsFalseKeepsOneAndNoneLeavesThem) {
+  ServeProcess server(args(""));
+  const json forced = chat_body({{"guided_regex", kTwoCallsRegex}, {"seed", 2}});
+  // auto (tools given, no tool_choice): both calls parsed out.
+  const json both = chat(server.port(), forced);
+  const json& message = both["choices"][0]["message"];
+  EXPECT_EQ(both["choices"][0]["finish_reason"], "tool_calls") << both;
+  ASSERT_EQ(message["tool_calls"].size(), 2u) << both;
+  EXPECT_TRUE(message["content"].is_null()) << both;
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "now");
+  EXPECT_EQ(message["tool_calls"][1]["function"]["name"], "get_weather");
+  for (const json& call : message["tool_calls"]) expect_valid_call(call);
+
+  // parallel_tool_calls false: the first call only, whole and streamed.
+  json single_body = forced;
+  single_body["parallel_tool_calls"] = false;
+  const json single = chat(server.port(), single_body);
+  ASSERT_EQ(single["choices"][0]["message"]["tool_calls"].size(), 1u) << single;
+  EXPECT_EQ(single["choices"][0]["message"]["tool_calls"][0]["function"],
+            message["tool_calls"][0]["function"]);
+  EXPECT_EQ(single["choices"][0]["finish_reason"], "tool_calls");
+  const Joined streamed = stream(server.port(), single_body);
+  ASSERT_EQ(streamed.calls.size(), 1u);
+  EXPECT_EQ(streamed.calls[0]["function"], message["tool_calls"][0]["function"]);
+  EXPECT_EQ(streamed.finish_reason, "tool_calls");
+
+  // tool_choice none: the template still shows the tools (as vLLM's does), the output is not
+  // parsed for calls.
+  json none_body = forced;
+  none_body["tool_choice"] = "none";
+  const json none = chat(server.port(), none_body);
+  const json& plain = none["choices"][0]["message"];
+  EXPECT_FALSE(plain.contains("tool_calls")) << none;
+  EXPECT_EQ(none["choices"][0]["finish_reason"], "stop");
+  const std::string text = plain["content"];
+  EXPECT_EQ(text.rfind("<tool_call>\n{\"name\": \"now\"", 0), 0u) << text;
+  EXPECT_EQ(none["usage"]["prompt_tokens"], both["usage"]["prompt_tokens"]);
+  json no_tools = forced;
+  no_tools.erase("tools");
+  EXPECT_LT(chat(server.port(), no_tools)["usage"]["prompt_tokens"].get<int>(),
+            none["usage"]["prompt_tokens"].get<int>());
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 

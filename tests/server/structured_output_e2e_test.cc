@@ -239,6 +239,17 @@ const json kArray = json::parse(R"({
             "required": ["c", "n"], "additionalProperties": false},
   "minItems": 1, "maxItems": 4})");
 
+const json kFormats = json::parse(R"({
+  "type": "object",
+  "properties": {
+    "at": {"type": "string", "format": "date-time"},
+    "id": {"type": "string", "format": "uuid"},
+    "ip": {"type": "string", "format": "ipv4"},
+    "ip6": {"type": "string", "format": "ipv6"},
+    "span": {"type": "string", "format": "duration"}},
+  "required": ["at", "id", "ip", "ip6", "span"],
+  "additionalProperties": false})");
+
 // Nested lists of small numbers, as GBNF, and the same language as a JSON schema for the check.
 const char* kListGrammar =
     "root ::= list\n"
@@ -302,6 +313,11 @@ TEST(StructuredOutputsEndToEnd, MistralTokenizer) {
         {{"structured_outputs", {{"json", kAnyOf}}}},
         schema_case(kAnyOf)},
        {"arrays of objects (guided_json)", true, {{"guided_json", kArray}}, schema_case(kArray)},
+       {"string formats (response_format json_schema)",
+        true,
+        {{"response_format",
+          {{"type", "json_schema"}, {"json_schema", {{"name", "f"}, {"schema", kFormats}}}}}},
+        schema_case(kFormats)},
        // Any object: strings are unbounded, and a random model closes one only by chance.
        {"json_object (response_format)",
         true,
@@ -331,6 +347,12 @@ TEST(StructuredOutputsEndToEnd, ConstraintsThatCannotCompileAre400sNamingTheFiel
        {{"guided_json", {{"type", "object"}, {"patternProperties", json::object()}}}},
        "guided_json",
        "'patternProperties'"},
+      {false,
+       {{"guided_json", {{"type", "array"}, {"uniqueItems", true}}}},
+       "guided_json",
+       "'uniqueItems'"},
+      {true, json::parse(R"({"structured_outputs": {"json": {"properties": {"a": {"not": {}}}}}})"),
+       "structured_outputs.json", "'not'"},
       {false, {{"structured_outputs", {{"regex", "(ab"}}}}, "structured_outputs.regex", "regex"},
       {false, {{"guided_grammar", "root ::= item\n"}}, "guided_grammar", "'item'"},
       {false, {{"guided_grammar", "root ::= \"a"}}, "guided_grammar", "grammar"},
@@ -374,6 +396,12 @@ TEST(StructuredOutputsEndToEnd, ConstraintsThatCannotCompileAre400sNamingTheFiel
   ASSERT_EQ(ok.status, 200) << ok.body;
   const std::string text = json::parse(ok.body)["choices"][0]["text"];
   EXPECT_TRUE(text == "fine" || text == "good") << text;
+  const HttpReply regex =
+      post(server.port(), "/v1/completions",
+           {{"prompt", "Hi"}, {"max_tokens", 10}, {"guided_regex", "(ok|no)!"}});
+  ASSERT_EQ(regex.status, 200) << regex.body;
+  const std::string answer = json::parse(regex.body)["choices"][0]["text"];
+  EXPECT_TRUE(answer == "ok!" || answer == "no!") << answer;
   EXPECT_EQ(server.terminate(), 0) << server.log();
 }
 
