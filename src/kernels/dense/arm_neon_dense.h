@@ -20,6 +20,7 @@ struct Neon {
   // 16 accumulators, 8 broadcasts and the widened weights fit the 32 registers.
   static constexpr int kDecodeRows = 4, kDecodeVectors = 4;
   static constexpr int kStreamRows = 4, kStreamVectors = 4;  // taller decode tiles unmeasured here
+  static constexpr int kBatchRows = 4;
   static constexpr int kPrefillRows = 4, kPrefillVectors = 4;
 
   static DQ4_DENSE_INLINE Reg zero() { return vdupq_n_f32(0.0f); }
@@ -53,6 +54,7 @@ struct Neon {
     return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(raw), vdupq_n_u32(0xffff0000u)));
   }
   static DQ4_DENSE_INLINE void prefetch(const uint8_t* p) { __builtin_prefetch(p); }
+  static DQ4_DENSE_INLINE void prefetch_l2(const uint8_t* p) { __builtin_prefetch(p, 0, 2); }
 };
 
 }  // namespace

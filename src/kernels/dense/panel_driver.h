@@ -11,7 +11,8 @@
 //   kDecodeRows x kDecodeVectors (the whole panel: kDecodeVectors = nr / kLanes),
 //   kStreamRows x kStreamVectors (taller and narrower, for calls of more than kDecodeRows rows
 //   that still stream each panel once; kStreamRows = kDecodeRows where the registers allow none)
-//   and kPrefillRows x kPrefillVectors.
+//   and kPrefillRows x kPrefillVectors; calls of up to kBatchRows rows run kStream tiles over
+//   the whole K (prefetch_l2(const uint8_t*) asks for the next panel in L2).
 // P provides accumulate<MR, NV, kPrefetch>(lhs, m, w, step_bytes, panel_bytes, k0, k1, acc):
 //   acc[r][j] += rows m + r of x times the columns of vector j (vector_at), over k0..k1 (k0 a
 //   multiple of 2).
@@ -46,7 +47,7 @@ DQ4_DENSE_INLINE const uint8_t* vector_at(const uint8_t* w, int64_t panel_bytes,
 // at the same k (a later row tile of a prefill block, so that the next block's first tile finds
 // them in the caches: with few rows, streaming in the first tile alone leaves it waiting on
 // memory; past a panel's last block this lands near the start of the next panel).
-enum class Prefetch { none, ahead, next_block };
+enum class Prefetch { none, ahead, next_block, next_panel };
 
 template <class V, int NV, Prefetch kPrefetch>
 DQ4_DENSE_INLINE void prefetch_step(const uint8_t* w, int64_t panel_bytes) {
@@ -60,6 +61,9 @@ DQ4_DENSE_INLINE void prefetch_step(const uint8_t* w, int64_t panel_bytes) {
   } else if constexpr (kPrefetch == Prefetch::next_block) {
 #pragma GCC unroll 8
     for (int off = 0; off < NV * V::kBytes; off += 64) V::prefetch(w + kBlockBytes + off);
+  } else if constexpr (kPrefetch == Prefetch::next_panel) {
+#pragma GCC unroll 8
+    for (int off = 0; off < NV * V::kBytes; off += 64) V::prefetch_l2(w + panel_bytes + off);
   }
 }
 
@@ -245,6 +249,19 @@ void run_panels(const Layout& l, const uint8_t* packed, const Lhs& lhs, int64_t 
             l, panel_at(packed, l, p), lhs, m0, rows, out, p * l.nr, 0, l.k);
     }
     return;
+  }
+  if constexpr (V::kBatchRows > V::kStreamRows) {
+    if (rows <= V::kBatchRows) {
+      // A batch of decode rows: every row tile runs the whole K of a panel from L2 while asking
+      // for the next panel there, so that reading the weights overlaps the arithmetic instead of
+      // preceding it in each K block's first tile.
+      for (int64_t p = p0; p < p1; ++p)
+        for (int64_t m = m0; m < m1; m += V::kStreamRows)
+          tile_rows<V, P, V::kStreamRows, V::kStreamVectors, Prefetch::next_panel>(
+              l, panel_at(packed, l, p), lhs, m, std::min<int64_t>(V::kStreamRows, m1 - m), out,
+              p * l.nr, 0, l.k);
+      return;
+    }
   }
   const int64_t element_bytes = l.element == Element::bf16 ? 2 : 4;
   const int64_t block = std::max<int64_t>(2, kBlockBytes / (l.nr * element_bytes) / 2 * 2);

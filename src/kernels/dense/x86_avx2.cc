@@ -16,6 +16,7 @@ struct Ymm {
   // 8 accumulators, 4 broadcasts and the widened weights fit the 16 registers.
   static constexpr int kDecodeRows = 2, kDecodeVectors = 4;
   static constexpr int kStreamRows = 2, kStreamVectors = 4;  // no registers for taller tiles
+  static constexpr int kBatchRows = 2;
   static constexpr int kPrefillRows = 2, kPrefillVectors = 4;
 
   static DQ4_DENSE_INLINE __m256i mask(int n) {
@@ -49,6 +50,9 @@ struct Ymm {
   }
   static DQ4_DENSE_INLINE void prefetch(const uint8_t* p) {
     _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  }
+  static DQ4_DENSE_INLINE void prefetch_l2(const uint8_t* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
   }
 };
 

@@ -20,6 +20,7 @@ struct Zmm {
   // every row's would not fit the 32 registers (panel_driver.h).
   static constexpr int kDecodeRows = 5, kDecodeVectors = 4;
   static constexpr int kStreamRows = 8, kStreamVectors = 2;
+  static constexpr int kBatchRows = 16;
   static constexpr int kPrefillRows = 4, kPrefillVectors = 4;
 
   static DQ4_DENSE_INLINE __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1); }
@@ -49,6 +50,9 @@ struct Zmm {
   }
   static DQ4_DENSE_INLINE void prefetch(const uint8_t* p) {
     _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  }
+  static DQ4_DENSE_INLINE void prefetch_l2(const uint8_t* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
   }
 };
 
