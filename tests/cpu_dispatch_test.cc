@@ -103,14 +103,21 @@ TEST(CpuDispatch, FeaturesMatchTheArchitecture) {
       << f.to_string();
 #endif
   // to_string() names exactly the flags that are set.
-  const std::pair<bool, const char*> flags[] = {
-      {f.avx2, "avx2"},         {f.fma, "fma"},
-      {f.avx512f, "avx512f"},   {f.avx512bw, "avx512bw"},
-      {f.avx512vl, "avx512vl"}, {f.avx512_vnni, "avx512_vnni"},
-      {f.avx_vnni, "avx_vnni"}, {f.avx512_bf16, "avx512_bf16"},
-      {f.amx_tile, "amx_tile"}, {f.amx_int8, "amx_int8"},
-      {f.neon, "neon"},         {f.neon_dotprod, "dotprod"},
-      {f.neon_i8mm, "i8mm"},    {f.neon_bf16, "bf16"}};
+  const std::pair<bool, const char*> flags[] = {{f.avx2, "avx2"},
+                                                {f.fma, "fma"},
+                                                {f.avx512f, "avx512f"},
+                                                {f.avx512bw, "avx512bw"},
+                                                {f.avx512vl, "avx512vl"},
+                                                {f.avx512_vnni, "avx512_vnni"},
+                                                {f.avx_vnni, "avx_vnni"},
+                                                {f.avx512_bf16, "avx512_bf16"},
+                                                {f.amx_tile, "amx_tile"},
+                                                {f.amx_int8, "amx_int8"},
+                                                {f.amx_bf16, "amx_bf16"},
+                                                {f.neon, "neon"},
+                                                {f.neon_dotprod, "dotprod"},
+                                                {f.neon_i8mm, "i8mm"},
+                                                {f.neon_bf16, "bf16"}};
   std::set<std::string> expected;
   for (const auto& [on, name] : flags)
     if (on) expected.insert(name);

@@ -81,6 +81,7 @@ std::vector<DenseCase> dense_cases() {
       {21, 1101, WeightType::bf16, false},  // K odd and longer than every K block
       {19, 600, WeightType::f32, true},     // K longer than every f32 K block
       {9, 301, WeightType::f16, true},      // f16, widened to f32
+      {70, 320, WeightType::bf16, true},    // K a multiple of 32: whole AMX-BF16 tiles
   };
   std::vector<int64_t> ms;
   for (int64_t m = 1; m <= 17; ++m) ms.push_back(m);

@@ -19,7 +19,7 @@ uint64_t read_xcr0() {
 }
 
 // XCR0 bits 17 and 18: the OS saves the tile configuration and data.
-void probe_amx(CpuFeatures& f, bool tile, bool int8, uint64_t xcr0) {
+void probe_amx(CpuFeatures& f, bool tile, bool int8, bool bf16, uint64_t xcr0) {
   if (!tile || !int8) {
     f.amx_status = "no AMX-INT8 on this CPU";
   } else if ((xcr0 & (uint64_t{3} << 17)) != (uint64_t{3} << 17)) {
@@ -28,6 +28,7 @@ void probe_amx(CpuFeatures& f, bool tile, bool int8, uint64_t xcr0) {
     f.amx_status = refused;
   } else {
     f.amx_tile = f.amx_int8 = true;
+    f.amx_bf16 = bf16;
     f.amx_status = "usable";
   }
 }
@@ -54,7 +55,7 @@ CpuFeatures probe() {
     f.avx512vl = (ebx >> 31) & 1;
     f.avx512_vnni = (ecx >> 11) & 1;
   }
-  probe_amx(f, (edx >> 24) & 1, (edx >> 25) & 1, xcr0);
+  probe_amx(f, (edx >> 24) & 1, (edx >> 25) & 1, (edx >> 22) & 1, xcr0);
   unsigned max_subleaf = eax;
   if (max_subleaf >= 1) {
     __cpuid_count(7, 1, eax, ebx, ecx, edx);
@@ -97,6 +98,7 @@ std::string CpuFeatures::to_string() const {
   add(avx512_bf16, "avx512_bf16");
   add(amx_tile, "amx_tile");
   add(amx_int8, "amx_int8");
+  add(amx_bf16, "amx_bf16");
   add(neon, "neon");
   add(neon_dotprod, "dotprod");
   add(neon_i8mm, "i8mm");

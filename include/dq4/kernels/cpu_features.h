@@ -19,6 +19,7 @@ struct CpuFeatures {
   // (arch_prctl on Linux, requested by the probe); `amx_status` says why not otherwise.
   bool amx_tile = false;
   bool amx_int8 = false;
+  bool amx_bf16 = false;
   std::string amx_status;  // "usable", or why AMX is off ("no AMX-INT8 on this CPU", ...)
   // Arm
   bool neon = false;

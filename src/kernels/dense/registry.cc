@@ -11,6 +11,7 @@ extern const Kernel kReferenceKernel;
 extern const Kernel kAvx2Kernel;
 extern const Kernel kAvx512fKernel;
 extern const Kernel kAvx512Bf16Kernel;
+extern const Kernel kAmxBf16Kernel;
 #elif defined(__aarch64__)
 extern const Kernel kNeonKernel;
 extern const Kernel kNeonBf16Kernel;
@@ -20,7 +21,7 @@ const KernelFamily<Kernel>& family() {
   static const KernelFamily<Kernel> table("dense", {
     &kReferenceKernel,
 #if defined(__x86_64__)
-        &kAvx2Kernel, &kAvx512fKernel, &kAvx512Bf16Kernel,
+        &kAvx2Kernel, &kAvx512fKernel, &kAvx512Bf16Kernel, &kAmxBf16Kernel,
 #elif defined(__aarch64__)
         &kNeonKernel, &kNeonBf16Kernel,
 #endif
