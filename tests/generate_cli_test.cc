@@ -257,10 +257,18 @@ TEST(GenerateCli, ADraftModelChangesNoTokenAndReportsItsAcceptance) {
   EXPECT_EQ(spec["logprobs"], plain["logprobs"]);
   EXPECT_EQ(spec["speculation"]["method"], "draft:" + fixtures_dir() + "/stories260K-hf,k=3");
   EXPECT_GT(spec["speculation"]["accepted_tokens"].get<int>(), 0);
-  const CliResult r = run_dq4("generate -m " + stories() + " -p hi --speculative " +
+  const nlohmann::json named =
+      generate_json(base + " --draft-model " + stories() + " --num-speculative-tokens 3");
+  EXPECT_EQ(named["generated_ids"], plain["generated_ids"]);
+  EXPECT_EQ(named["speculation"], spec["speculation"]);
+  const CliResult r = run_dq4("generate -m " + stories() + " -p hi --draft-model " +
                               fixtures_dir() + "/tokenizer-gpt2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("tokenizer is not the target's"), std::string::npos) << r.err;
+  const CliResult both = run_dq4("generate -m " + stories() + " -p hi --speculative ngram" +
+                                 " --draft-model " + stories());
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("--speculative and --draft-model"), std::string::npos) << both.err;
 }
 
 TEST(GenerateCli, Errors) {

@@ -170,11 +170,11 @@ TEST_F(ServeEndToEnd, SpeculationGivesTheSameTextAndLogprobsAndCountsDrafts) {
 }
 
 TEST_F(ServeEndToEnd, ADraftModelGivesTheSameTextAndLogprobsAndCountsDrafts) {
-  // stories260K in W4A8 drafted by its F32 checkpoint: most drafts stand, not all.
+  // stories260K in W4A8 drafted by its F32 checkpoint: most drafts stand, not all. (--draft-model
+  // DIR is --speculative-config '{"model": DIR, ...}' with 4 drafts; the JSON's own path is the
+  // refusal test's below.)
   ServeProcess plain(serve_args({"--quantize", "w4a8-g32"}));
-  ServeProcess speculative(
-      serve_args({"--quantize", "w4a8-g32", "--speculative-config",
-                  R"({"model": ")" + model_dir() + R"(", "num_speculative_tokens": 3})"}));
+  ServeProcess speculative(serve_args({"--quantize", "w4a8-g32", "--draft-model", model_dir()}));
   for (const json& sampling :
        {json{{"temperature", 0}}, json{{"temperature", 0.9}, {"seed", 9}, {"n", 2}}}) {
     json body = sampling;
@@ -203,6 +203,11 @@ TEST(ServeLimits, ADraftModelWithAnotherTokenizerIsRefused) {
                                           R"(/tokenizer-llama2", "num_speculative_tokens": 2})"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("tokenizer is not the target's"), std::string::npos) << r.err;
+  const CliResult both =
+      run_dq4("serve " + shell_quote(model_dir()) + " --draft-model " + shell_quote(model_dir()) +
+              " --speculative-config " + shell_quote(R"({"method": "ngram"})"));
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_NE(both.err.find("--speculative-config and --draft-model"), std::string::npos) << both.err;
 }
 
 TEST_F(ServeEndToEnd, RejectionSamplingKeepsGreedyTextAndCountsDrafts) {

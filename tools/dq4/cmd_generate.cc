@@ -49,15 +49,21 @@ int run_generate(int argc, char** argv, int first) {
               "speculative decoding: ngram (prompt lookup; ngram:min=N,max=M sets the n-gram "
               "sizes, default 2 to 4) or DIR (a draft model: a smaller model with the same "
               "tokenizer); the output is the same, in fewer steps");
+  args.option("draft-model", "DIR", "the same as --speculative DIR");
   args.option("num-speculative-tokens", "K", "with --speculative: drafts per step at most", "4");
   if (!args.parse(argc, argv, first)) return 0;
+  if (args.given("speculative") && args.given("draft-model"))
+    throw Error("options --speculative and --draft-model: give one of them");
   std::optional<SpeculativeConfig> speculative;
-  if (args.given("speculative")) {
-    const std::string method = args.value("speculative");
+  if (args.given("speculative") || args.given("draft-model")) {
+    const bool draft = args.given("draft-model");
+    const std::string method =
+        draft ? "draft:" + args.value("draft-model") : args.value("speculative");
     try {
       speculative = parse_speculate_spec(method);
     } catch (const Error& e) {
-      throw Error(std::string("option --speculative: ") + e.what());
+      throw Error(std::string(draft ? "option --draft-model: " : "option --speculative: ") +
+                  e.what());
     }
     if (speculative->method == SpeculativeConfig::Method::replay)
       throw Error("option --speculative: replay is for benchmarks (ngram or a model directory)");

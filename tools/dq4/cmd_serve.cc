@@ -126,6 +126,8 @@ int run_serve(int argc, char** argv, int first) {
               "\"acceptance_method\": \"rejection_sampler\" (vLLM's default; dq4's is "
               "\"match\") drafts are accepted by rejection sampling: the same distribution, "
               "not the same tokens as without speculation")
+      .option("draft-model", "DIR",
+              "the same as --speculative-config '{\"model\": DIR, \"num_speculative_tokens\": 4}'")
       .option("max-waiting-requests", "N", "queued requests at most; beyond: 503", "1024")
       .option("max-body-size", "SIZE", "request bodies at most; larger: 413", "8MiB")
       .option("http-threads", "N", "threads for network I/O", "2")
@@ -180,8 +182,17 @@ int run_serve(int argc, char** argv, int first) {
   engine_options.enable_prefix_caching = !args.flag("no-prefix-caching");
   engine_options.max_waiting = args.integer("max-waiting-requests");
   engine_options.max_model_len = args.integer("max-model-len");
+  if (args.given("speculative-config") && args.given("draft-model"))
+    throw Error("options --speculative-config and --draft-model: give one of them");
   if (args.given("speculative-config"))
     engine_options.speculative = parse_speculative_config(args.value("speculative-config"));
+  if (args.given("draft-model")) {
+    SpeculativeConfig draft;
+    draft.method = SpeculativeConfig::Method::draft_model;
+    draft.model = args.value("draft-model");
+    draft.num_speculative_tokens = 4;
+    engine_options.speculative = draft;
+  }
   engine_options.validate();
   std::optional<PipeStepGate> step_gate;
   if (!args.value("step-gate-fd").empty()) {
