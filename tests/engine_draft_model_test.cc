@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "dq4/convert/synth.h"
@@ -14,6 +13,7 @@
 #include "dq4/engine/speculation.h"
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/model/model.h"
+#include "engine_outputs.h"
 #include "expect_error.h"
 #include "safetensors_writer.h"
 #include "stories_fixture.h"
@@ -149,15 +149,8 @@ TEST(DraftModel, RolledBackCacheProposesWhatAFreshOneProposes) {
       std::vector<TokenId>(greedy.begin() + static_cast<ptrdiff_t>(prompt.size()), greedy.end()));
 }
 
-struct Produced {
-  std::map<int, std::vector<TokenId>> tokens;
-  std::map<int, std::string> text;
-  std::map<int, std::vector<TokenLogprobs>> logprobs;
-  std::map<int, FinishReason> finish;
-};
-
 struct Outcome {
-  std::vector<Produced> requests;
+  std::vector<test::ChoiceOutputs> requests;
   EngineStats stats;
 };
 
@@ -168,13 +161,7 @@ Outcome run(Model& model, const Tokenizer& tokenizer, EngineOptions o,
   out.requests.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i)
     engine.add_request(requests[i], [&out, i](RequestOutput&& event) {
-      Produced& p = out.requests[i];
-      for (ChoiceDelta& d : event.choices) {
-        p.tokens[d.index].insert(p.tokens[d.index].end(), d.token_ids.begin(), d.token_ids.end());
-        p.text[d.index] += d.text;
-        p.logprobs[d.index].insert(p.logprobs[d.index].end(), d.logprobs.begin(), d.logprobs.end());
-        if (d.finish_reason) p.finish[d.index] = *d.finish_reason;
-      }
+      for (const ChoiceDelta& d : event.choices) test::append(out.requests[i], d);
     });
   while (engine.has_unfinished()) EXPECT_TRUE(engine.step());
   out.stats = engine.stats();
@@ -184,24 +171,9 @@ Outcome run(Model& model, const Tokenizer& tokenizer, EngineOptions o,
 
 void expect_same(const Outcome& want, const Outcome& got, const std::string& what) {
   ASSERT_EQ(want.requests.size(), got.requests.size());
-  for (size_t i = 0; i < want.requests.size(); ++i) {
-    const Produced &w = want.requests[i], &g = got.requests[i];
-    EXPECT_EQ(g.tokens, w.tokens) << what << ", request " << i;
-    EXPECT_EQ(g.text, w.text) << what << ", request " << i;
-    EXPECT_EQ(g.finish, w.finish) << what << ", request " << i;
-    ASSERT_EQ(g.logprobs.size(), w.logprobs.size()) << what << ", request " << i;
-    for (const auto& [choice, lps] : w.logprobs) {
-      const std::vector<TokenLogprobs>& other = g.logprobs.at(choice);
-      ASSERT_EQ(other.size(), lps.size()) << what << ", request " << i;
-      for (size_t t = 0; t < lps.size(); ++t) {
-        EXPECT_EQ(other[t].chosen.token, lps[t].chosen.token);
-        EXPECT_EQ(other[t].chosen.logprob, lps[t].chosen.logprob);
-        ASSERT_EQ(other[t].top.size(), lps[t].top.size());
-        for (size_t k = 0; k < lps[t].top.size(); ++k)
-          EXPECT_EQ(other[t].top[k].logprob, lps[t].top[k].logprob);
-      }
-    }
-  }
+  for (size_t i = 0; i < want.requests.size(); ++i)
+    test::expect_same_choices(want.requests[i], got.requests[i],
+                              what + ", request " + std::to_string(i));
 }
 
 Request request(const Tokenizer& tokenizer, const std::string& text, int64_t max_tokens) {
@@ -247,7 +219,7 @@ TEST(DraftModel, EngineOutputsAreThePlainOnesOnOneToThreeThreads) {
   const Tokenizer& tokenizer = test::stories_tokenizer();
   const std::vector<Request> requests = mixed_requests(tokenizer);
   const Outcome want = run(stories_w4a8(), tokenizer, engine_options(), requests, one_thread());
-  ASSERT_EQ(want.requests[2].finish.at(0), FinishReason::stop);
+  ASSERT_EQ(want.requests[2].at(0).finish, FinishReason::stop);
   EngineOptions o = engine_options();
   o.speculative = stories_draft(4);
   ThreadPool two(2), three(3);

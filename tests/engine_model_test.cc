@@ -11,6 +11,7 @@
 #include "dq4/engine/engine.h"
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/model/model.h"
+#include "engine_outputs.h"
 #include "stories_fixture.h"
 
 namespace dq4 {
@@ -31,10 +32,7 @@ Model& stories_model() {
 using test::stories_tokenizer;
 
 struct Result {
-  std::map<int, std::vector<TokenId>> tokens;
-  std::map<int, std::string> text;
-  std::map<int, FinishReason> finish;
-  std::map<int, std::vector<TokenLogprobs>> logprobs;
+  test::ChoiceOutputs choices;
   Usage usage;
   bool finished = false;
 };
@@ -46,14 +44,7 @@ class Collector {
     return [this](RequestOutput&& out) {
       std::lock_guard lock(mutex_);
       Result& r = results_[out.request_id];
-      for (ChoiceDelta& d : out.choices) {
-        auto& t = r.tokens[d.index];
-        t.insert(t.end(), d.token_ids.begin(), d.token_ids.end());
-        r.text[d.index] += d.text;
-        auto& lp = r.logprobs[d.index];
-        lp.insert(lp.end(), d.logprobs.begin(), d.logprobs.end());
-        if (d.finish_reason) r.finish[d.index] = *d.finish_reason;
-      }
+      for (const ChoiceDelta& d : out.choices) test::append(r.choices, d);
       r.usage = out.usage;
       r.finished = out.finished;
       changed_.notify_all();
@@ -129,7 +120,8 @@ TEST(EngineModel, ReproducesTheFixtureReferenceGeneration) {
     r.sampling.temperature = 0;
     r.ignore_eos = true;
     r.max_tokens = run["steps"].get<int64_t>();
-    EXPECT_EQ(alone(r).tokens[0], run["generated_ids"].get<std::vector<TokenId>>()) << run["name"];
+    EXPECT_EQ(alone(r).choices[0].tokens, run["generated_ids"].get<std::vector<TokenId>>())
+        << run["name"];
   }
 }
 
@@ -181,9 +173,9 @@ TEST(EngineModel, ThirtyTwoConcurrentGreedyRequestsEachEqualTheRequestAlone) {
   for (size_t i = 0; i < requests.size(); ++i) {
     Result want = alone(requests[i]);
     Result got = c.get(ids[i]);
-    EXPECT_EQ(got.tokens[0], want.tokens[0]) << "request " << i;
-    EXPECT_EQ(got.text[0], want.text[0]) << "request " << i;
-    EXPECT_EQ(got.finish[0], want.finish[0]) << "request " << i;
+    EXPECT_EQ(got.choices[0].tokens, want.choices[0].tokens) << "request " << i;
+    EXPECT_EQ(got.choices[0].text, want.choices[0].text) << "request " << i;
+    EXPECT_EQ(got.choices[0].finish, want.choices[0].finish) << "request " << i;
     EXPECT_EQ(got.usage.completion_tokens, want.usage.completion_tokens);
   }
   engine.stop();
@@ -206,12 +198,12 @@ TEST(EngineModel, AbortingMidwayReturnsEveryBlock) {
   }
   for (uint64_t id : ids)
     c.wait(id, [](const Result& r) {
-      return r.tokens.count(0) && !r.tokens.at(0).empty();
+      return r.choices.count(0) && !r.choices.at(0).tokens.empty();
     });  // all are mid-way
   EXPECT_GT(engine.stats().kv_blocks_used, 0);
   for (uint64_t id : ids) engine.abort(id);
   for (uint64_t id : ids) c.wait(id, [](const Result& r) { return r.finished; });
-  for (uint64_t id : ids) EXPECT_EQ(c.get(id).finish[0], FinishReason::abort);
+  for (uint64_t id : ids) EXPECT_EQ(c.get(id).choices[0].finish, FinishReason::abort);
   engine.stop();
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
   EXPECT_EQ(engine.stats().requests_finished_abort, 8u);
@@ -235,9 +227,9 @@ TEST(EngineModel, PrefixCacheHitsGiveIdenticalOutputs) {
   EXPECT_EQ(a.usage.cached_prompt_tokens, 0);
   EXPECT_EQ(b.usage.cached_prompt_tokens, static_cast<int64_t>((r.prompt.size() - 1) / 8 * 8));
   EXPECT_GT(b.usage.cached_prompt_tokens, 0);
-  EXPECT_EQ(a.tokens[0], want.tokens[0]);
-  EXPECT_EQ(b.tokens[0], want.tokens[0]);
-  EXPECT_EQ(b.text[0], want.text[0]);
+  EXPECT_EQ(a.choices[0].tokens, want.choices[0].tokens);
+  EXPECT_EQ(b.choices[0].tokens, want.choices[0].tokens);
+  EXPECT_EQ(b.choices[0].text, want.choices[0].text);
   EXPECT_GT(engine.stats().prefix_cache_hits, 0u);
 }
 
@@ -264,16 +256,16 @@ TEST(EngineModel, SeededChoicesAreReproducibleWhateverRunsBesideThem) {
   run_until_done(engine);
   Result a = c.get(first), b = c.get(again);
   EXPECT_TRUE(c.get(busy).finished);
-  ASSERT_EQ(a.tokens.size(), 4u);
+  ASSERT_EQ(a.choices.size(), 4u);
   for (int i = 0; i < 4; ++i) {
-    EXPECT_EQ(a.tokens.at(i), b.tokens.at(i)) << "choice " << i;
-    EXPECT_EQ(a.text.at(i), b.text.at(i)) << "choice " << i;
+    EXPECT_EQ(a.choices.at(i).tokens, b.choices.at(i).tokens) << "choice " << i;
+    EXPECT_EQ(a.choices.at(i).text, b.choices.at(i).text) << "choice " << i;
     Request one = r;
     one.n = 1;
     one.sampling.seed = 1234 + i;
-    EXPECT_EQ(alone(one).tokens[0], a.tokens.at(i)) << "choice " << i;
+    EXPECT_EQ(alone(one).choices[0].tokens, a.choices.at(i).tokens) << "choice " << i;
   }
-  EXPECT_NE(a.text.at(0), a.text.at(1));
+  EXPECT_NE(a.choices.at(0).text, a.choices.at(1).text);
   // The later choices found the prompt in the prefix cache.
   EXPECT_GT(engine.stats().prefix_cache_hits, 0u);
 }
@@ -309,25 +301,11 @@ TEST(EngineModel, ARowsSamplingOnSeveralThreadsGivesTheOneThreadOutputs) {
   ThreadPool three(3);
   const std::vector<Result> want = run(one_thread()), got = run(three);
   for (size_t i = 0; i < requests.size(); ++i) {
-    EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
-    EXPECT_EQ(got[i].text, want[i].text) << "request " << i;
-    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
-    for (const auto& [choice, lps] : want[i].logprobs) {
-      const std::vector<TokenLogprobs>& other = got[i].logprobs.at(choice);
-      ASSERT_EQ(other.size(), lps.size()) << "request " << i;
-      if (requests[i].logprobs) {
-        ASSERT_EQ(lps.size(), want[i].tokens.at(choice).size());
-      }
-      for (size_t t = 0; t < lps.size(); ++t) {
-        EXPECT_EQ(other[t].chosen.token, lps[t].chosen.token);
-        EXPECT_EQ(other[t].chosen.logprob, lps[t].chosen.logprob);
-        ASSERT_EQ(other[t].top.size(), lps[t].top.size());
-        for (size_t k = 0; k < lps[t].top.size(); ++k) {
-          EXPECT_EQ(other[t].top[k].token, lps[t].top[k].token);
-          EXPECT_EQ(other[t].top[k].logprob, lps[t].top[k].logprob);
-        }
-      }
-    }
+    test::expect_same_choices(want[i].choices, got[i].choices, "request " + std::to_string(i));
+    if (requests[i].logprobs)
+      for (const auto& [index, choice] : want[i].choices)
+        EXPECT_EQ(choice.logprobs.size(), choice.tokens.size())
+            << "request " << i << ", choice " << index;
   }
 }
 
@@ -369,21 +347,10 @@ TEST(EngineModel, SpeculationGivesThePlainOutputsOnOneToThreeThreads) {
     EngineStats stats;
     const std::vector<Result> got = run(*pool, true, &stats);
     EXPECT_GT(stats.speculation.accepted_tokens, 0u);
-    for (size_t i = 0; i < requests.size(); ++i) {
-      EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i << ", " << pool->size();
-      EXPECT_EQ(got[i].text, want[i].text) << "request " << i;
-      for (const auto& [choice, lps] : want[i].logprobs) {
-        const std::vector<TokenLogprobs>& other = got[i].logprobs.at(choice);
-        ASSERT_EQ(other.size(), lps.size()) << "request " << i;
-        for (size_t t = 0; t < lps.size(); ++t) {
-          EXPECT_EQ(other[t].chosen.token, lps[t].chosen.token);
-          EXPECT_EQ(other[t].chosen.logprob, lps[t].chosen.logprob);
-          ASSERT_EQ(other[t].top.size(), lps[t].top.size());
-          for (size_t k = 0; k < lps[t].top.size(); ++k)
-            EXPECT_EQ(other[t].top[k].logprob, lps[t].top[k].logprob);
-        }
-      }
-    }
+    for (size_t i = 0; i < requests.size(); ++i)
+      test::expect_same_choices(
+          want[i].choices, got[i].choices,
+          "request " + std::to_string(i) + ", " + std::to_string(pool->size()) + " threads");
   }
 }
 
@@ -403,8 +370,8 @@ TEST(EngineModel, PreemptionUnderATinyPoolGivesIdenticalOutputs) {
   EXPECT_EQ(engine.stats().kv_blocks_used, 0);
   for (size_t i = 0; i < requests.size(); ++i) {
     Result want = alone(requests[i]);
-    EXPECT_EQ(c.get(ids[i]).tokens[0], want.tokens[0]) << "request " << i;
-    EXPECT_EQ(c.get(ids[i]).text[0], want.text[0]) << "request " << i;
+    EXPECT_EQ(c.get(ids[i]).choices[0].tokens, want.choices[0].tokens) << "request " << i;
+    EXPECT_EQ(c.get(ids[i]).choices[0].text, want.choices[0].text) << "request " << i;
   }
 }
 

@@ -4,11 +4,9 @@
 // preemption, sequences that speculate beside ones that do not).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <map>
-
 #include "dq4/engine/engine.h"
 #include "dq4/engine/speculation.h"
+#include "engine_outputs.h"
 #include "expect_error.h"
 #include "fake_model.h"
 #include "stories_fixture.h"
@@ -16,6 +14,7 @@
 namespace dq4::speculation_test {
 namespace {
 
+using test::ChoiceOutput;
 using test::FakeModel;
 
 constexpr int64_t kVocab = 512;
@@ -102,25 +101,7 @@ TEST(Speculation, ConfigsParseAndBadValuesNameTheField) {
   test::expect_error([] { parse_speculate_spec("medusa"); }, "medusa");
 }
 
-// What a request produced, per choice.
-struct Produced {
-  std::vector<TokenId> tokens;
-  std::string text;
-  std::vector<TokenLogprobs> logprobs;
-  std::optional<FinishReason> finish;
-};
-using Run = std::vector<std::map<int, Produced>>;  // per request, per choice
-
-bool same_logprobs(const std::vector<TokenLogprobs>& a, const std::vector<TokenLogprobs>& b) {
-  const auto same = [](const TokenLogprob& x, const TokenLogprob& y) {
-    return x.token == y.token && x.logprob == y.logprob;
-  };
-  return std::equal(
-      a.begin(), a.end(), b.begin(), b.end(), [&](const TokenLogprobs& x, const TokenLogprobs& y) {
-        return same(x.chosen, y.chosen) &&
-               std::equal(x.top.begin(), x.top.end(), y.top.begin(), y.top.end(), same);
-      });
-}
+using Run = std::vector<test::ChoiceOutputs>;  // per request
 
 std::vector<TokenId> prompt_of(int length, int salt) {
   std::vector<TokenId> p{1};
@@ -144,13 +125,7 @@ Outcome run_requests(EngineOptions options, const std::vector<Request>& requests
   for (size_t i = 0; i < requests.size(); ++i) {
     engine.add_request(requests[i], [&run, &usage, i](RequestOutput&& out) {
       usage[i] = out.usage;
-      for (ChoiceDelta& d : out.choices) {
-        Produced& p = run[i][d.index];
-        p.tokens.insert(p.tokens.end(), d.token_ids.begin(), d.token_ids.end());
-        p.text += d.text;
-        p.logprobs.insert(p.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
-        p.finish = d.finish_reason;
-      }
+      for (const ChoiceDelta& d : out.choices) test::append(run[i], d);
     });
     if (one_by_one)
       while (engine.has_unfinished()) EXPECT_TRUE(engine.step());
@@ -161,17 +136,8 @@ Outcome run_requests(EngineOptions options, const std::vector<Request>& requests
 
 void expect_same(const Run& want, const Run& got, const std::string& what) {
   ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(want[i].size(), got[i].size()) << what << " request " << i;
-    for (const auto& [index, w] : want[i]) {
-      const Produced& g = got[i].at(index);
-      EXPECT_EQ(g.tokens, w.tokens) << what << " request " << i << " choice " << index;
-      EXPECT_EQ(g.text, w.text) << what << " request " << i << " choice " << index;
-      EXPECT_TRUE(same_logprobs(g.logprobs, w.logprobs))
-          << what << " request " << i << " choice " << index;
-      EXPECT_EQ(g.finish, w.finish) << what << " request " << i << " choice " << index;
-    }
-  }
+  for (size_t i = 0; i < want.size(); ++i)
+    test::expect_same_choices(want[i], got[i], what + " request " + std::to_string(i));
 }
 
 EngineOptions options() {
@@ -194,7 +160,7 @@ Request greedy(std::vector<TokenId> prompt, int64_t max_tokens) {
 
 // Requests covering what decoding must keep doing, given a plain run of request 0 (the replay's
 // reference) for the stop string and id taken from its output.
-std::vector<Request> workload(const Produced& first) {
+std::vector<Request> workload(const ChoiceOutput& first) {
   std::vector<Request> rs;
   rs.push_back(greedy(prompt_of(9, 1), 40));
   Request sampled = greedy(prompt_of(13, 2), 30);
@@ -229,7 +195,7 @@ std::vector<Request> workload(const Produced& first) {
 }
 
 SpeculativeConfig replay(double accept, int64_t k, const std::vector<TokenId>& prompt,
-                         const Produced& first) {
+                         const ChoiceOutput& first) {
   SpeculativeConfig c;
   c.method = SpeculativeConfig::Method::replay;
   c.num_speculative_tokens = k;
@@ -242,7 +208,7 @@ SpeculativeConfig replay(double accept, int64_t k, const std::vector<TokenId>& p
 
 TEST(Speculation, OutputsAreIdenticalWithAndWithoutIt) {
   const Request first = greedy(prompt_of(9, 1), 40);
-  const Produced reference = run_requests(options(), {first}).run[0].at(0);
+  const ChoiceOutput reference = run_requests(options(), {first}).run[0].at(0);
   const std::vector<Request> requests = workload(reference);
   const Outcome plain = run_requests(options(), requests);
   ASSERT_EQ(plain.run[3].at(0).finish, FinishReason::stop);
@@ -281,7 +247,7 @@ TEST(Speculation, RejectionSamplingKeepsGreedyOutputsAndIsSeeded) {
   // ones: the same tokens for the same seed (not plain decoding's; the sampler's test checks
   // their distribution).
   const Request first = greedy(prompt_of(9, 1), 40);
-  const Produced reference = run_requests(options(), {first}).run[0].at(0);
+  const ChoiceOutput reference = run_requests(options(), {first}).run[0].at(0);
   const std::vector<Request> requests = workload(reference);
   const Outcome plain = run_requests(options(), requests);
   EngineOptions o = options();
@@ -320,7 +286,7 @@ TEST(Speculation, RollbackUnderPreemptionAndPrefixCachingKeepsOutputs) {
   for (int i = 0; i < 6; ++i) requests.push_back(greedy(prompt_of(10 + i, i % 3), 36));
   requests[4].sampling.temperature = 1.0f;
   requests[4].sampling.seed = 5;
-  const Produced ref0 = run_requests(options(), {requests[0]}).run[0].at(0);
+  const ChoiceOutput ref0 = run_requests(options(), {requests[0]}).run[0].at(0);
   const Outcome plain = run_requests(o, requests);
   ASSERT_GT(plain.stats.preemptions, 0u);
   o.speculative = replay(0.6, 4, requests[0].prompt, ref0);
@@ -362,7 +328,7 @@ TEST(Speculation, ManyStreamsDraftLessWithinTheRowBudget) {
 TEST(Speculation, DraftingPausesWhileNothingIsAccepted) {
   // Every draft wrong: after the first failures a sequence drafts rarely, in probes.
   const Request r = greedy(prompt_of(9, 1), 120);
-  const Produced reference = run_requests(options(), {r}).run[0].at(0);
+  const ChoiceOutput reference = run_requests(options(), {r}).run[0].at(0);
   EngineOptions o = options();
   o.speculative = replay(0.0, 4, r.prompt, reference);
   const Outcome got = run_requests(o, {r});

@@ -19,6 +19,7 @@
 #include "../cli_runner.h"
 #include "http_client.h"
 #include "serve_process.h"
+#include "sse_events.h"
 
 namespace dq4::test {
 namespace {
@@ -94,36 +95,29 @@ Joined stream(int port, json body) {
   client.send("POST", "/v1/chat/completions", body.dump(), "");
   EXPECT_EQ(client.read_head().status, 200);
   Joined j;
-  std::string pending;
-  while (auto piece = client.read_chunk()) {
-    pending += *piece;
-    for (size_t end; (end = pending.find("\n\n")) != std::string::npos;) {
-      const std::string event = pending.substr(0, end);
-      pending.erase(0, end + 2);
-      if (event == "data: [DONE]") continue;
-      const json chunk = json::parse(event.substr(6));
-      for (const json& c : chunk["choices"]) {
-        const json& d = c["delta"];
-        if (d.contains("content")) j.content += d["content"].get<std::string>();
-        if (d.contains("reasoning_content"))
-          j.reasoning += d["reasoning_content"].get<std::string>();
-        for (const json& t : d.value("tool_calls", json::array())) {
-          const size_t index = t["index"];
-          if (index == j.calls.size()) {  // a call's first delta: id, type and name
-            j.calls.push_back(
-                {{"id", t.at("id")},
-                 {"type", t.at("type")},
-                 {"function", {{"name", t["function"].at("name")}, {"arguments", ""}}}});
-          }
-          EXPECT_LT(index, j.calls.size());
-          j.calls[index]["function"]["arguments"] =
-              j.calls[index]["function"]["arguments"].get<std::string>() +
-              t["function"]["arguments"].get<std::string>();
+  const bool done = read_events(client, [&j](const json& chunk) {
+    for (const json& c : chunk["choices"]) {
+      const json& d = c["delta"];
+      if (d.contains("content")) j.content += d["content"].get<std::string>();
+      if (d.contains("reasoning_content")) j.reasoning += d["reasoning_content"].get<std::string>();
+      for (const json& t : d.value("tool_calls", json::array())) {
+        const size_t index = t["index"];
+        if (index == j.calls.size()) {  // a call's first delta: id, type and name
+          j.calls.push_back(
+              {{"id", t.at("id")},
+               {"type", t.at("type")},
+               {"function", {{"name", t["function"].at("name")}, {"arguments", ""}}}});
         }
-        if (!c["finish_reason"].is_null()) j.finish_reason = c["finish_reason"];
+        EXPECT_LT(index, j.calls.size());
+        j.calls[index]["function"]["arguments"] =
+            j.calls[index]["function"]["arguments"].get<std::string>() +
+            t["function"]["arguments"].get<std::string>();
       }
+      if (!c["finish_reason"].is_null()) j.finish_reason = c["finish_reason"];
     }
-  }
+    return true;
+  });
+  EXPECT_TRUE(done) << "the stream ended without data: [DONE]";
   return j;
 }
 

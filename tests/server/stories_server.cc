@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../fixtures.h"
+#include "sse_events.h"
 
 namespace dq4::test {
 
@@ -39,30 +40,19 @@ server::HttpReply get(int port, const std::string& path, const std::string& head
   return client.read_reply();
 }
 
-Streamed stream(int port, nlohmann::json body, int read_events) {
+Streamed stream(int port, nlohmann::json body, int max_events) {
   body["stream"] = true;
   server::HttpClient client("127.0.0.1", port);
   client.send("POST", "/v1/completions", body.dump(), kAuth);
   Streamed s;
   s.status = client.read_head().status;
-  std::string pending;
-  while (auto piece = client.read_chunk()) {
-    pending += *piece;
-    for (size_t end; (end = pending.find("\n\n")) != std::string::npos;) {
-      const std::string event = pending.substr(0, end);
-      pending.erase(0, end + 2);
-      if (event == "data: [DONE]") {
-        s.done = true;
-        continue;
-      }
-      const nlohmann::json chunk = nlohmann::json::parse(event.substr(6));
-      for (const nlohmann::json& c : chunk["choices"]) {
-        s.text += c["text"].get<std::string>();
-        if (!c["finish_reason"].is_null()) s.finish_reason = c["finish_reason"];
-      }
-      if (++s.events == read_events) return s;
+  s.done = read_events(client, [&](const nlohmann::json& chunk) {
+    for (const nlohmann::json& c : chunk["choices"]) {
+      s.text += c["text"].get<std::string>();
+      if (!c["finish_reason"].is_null()) s.finish_reason = c["finish_reason"];
     }
-  }
+    return ++s.events != max_events;
+  });
   return s;
 }
 

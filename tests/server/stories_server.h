@@ -30,9 +30,9 @@ struct Streamed {
   int events = 0;
 };
 
-// Streams a completions request; stops reading after `read_events` events when given (the
+// Streams a completions request; stops reading after `max_events` events when given (the
 // connection is then closed: a client going away).
-Streamed stream(int port, nlohmann::json body, int read_events = -1);
+Streamed stream(int port, nlohmann::json body, int max_events = -1);
 
 // The text of a completions request that must succeed.
 std::string complete(int port, const nlohmann::json& body);
