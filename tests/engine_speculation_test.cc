@@ -228,8 +228,9 @@ TEST(Speculation, OutputsAreIdenticalWithAndWithoutIt) {
     const SpeculationStats& s = got.stats.speculation;
     EXPECT_GT(s.draft_tokens, 0u) << c.name();
     EXPECT_LE(s.accepted_tokens, s.draft_tokens) << c.name();
-    if (c.method == SpeculativeConfig::Method::replay && c.replay_accept == 0)
+    if (c.method == SpeculativeConfig::Method::replay && c.replay_accept == 0) {
       EXPECT_EQ(s.accepted_tokens, 0u);
+    }
     if (c.method == SpeculativeConfig::Method::replay && c.replay_accept == 1) {
       // Request 0 follows the reference, so at least its 39 tokens after the first came from
       // accepted drafts (k + 1 per step).
