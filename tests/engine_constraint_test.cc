@@ -253,7 +253,9 @@ TEST(EngineConstraint, ASpeculatingEngineLeavesConstrainedChoicesAlone) {
   const std::vector<Collected> drafted = run_all(requests, speculating);
   for (size_t i = 0; i < requests.size(); ++i) {
     EXPECT_EQ(drafted[i].choices.at(0).tokens, plain[i].choices.at(0).tokens) << i;
-    if (i % 2 == 0) EXPECT_TRUE(is_member(output_of(drafted[i].choices.at(0)), *set)) << i;
+    if (i % 2 == 0) {
+      EXPECT_TRUE(is_member(output_of(drafted[i].choices.at(0)), *set)) << i;
+    }
   }
 }
 

@@ -302,10 +302,11 @@ TEST(EngineModel, ARowsSamplingOnSeveralThreadsGivesTheOneThreadOutputs) {
   const std::vector<Result> want = run(one_thread()), got = run(three);
   for (size_t i = 0; i < requests.size(); ++i) {
     test::expect_same_choices(want[i].choices, got[i].choices, "request " + std::to_string(i));
-    if (requests[i].logprobs)
+    if (requests[i].logprobs) {
       for (const auto& [index, choice] : want[i].choices)
         EXPECT_EQ(choice.logprobs.size(), choice.tokens.size())
             << "request " << i << ", choice " << index;
+    }
   }
 }
 

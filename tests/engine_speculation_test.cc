@@ -127,8 +127,9 @@ Outcome run_requests(EngineOptions options, const std::vector<Request>& requests
       usage[i] = out.usage;
       for (const ChoiceDelta& d : out.choices) test::append(run[i], d);
     });
-    if (one_by_one)
+    if (one_by_one) {
       while (engine.has_unfinished()) EXPECT_TRUE(engine.step());
+    }
   }
   while (engine.has_unfinished()) EXPECT_TRUE(engine.step());
   return {run, usage, engine.stats()};
