@@ -132,7 +132,10 @@ inline void copy_activations(const Layout& l, const QuantizedLhs& lhs, int64_t m
     const int8_t* src = lhs.q + (m0 + r) * lhs.ldq;
     for (int64_t k = 0; k < kpad; k += chunk) {
       const int64_t n = r < m1 - m0 ? std::clamp<int64_t>(l.kp - k, 0, chunk) : 0;
-      if (n > 0) std::memcpy(tile + k * 16, src + k, static_cast<size_t>(n));
+      if (n == 64)  // a constant length: copied by vector moves
+        std::memcpy(tile + k * 16, src + k, 64);
+      else if (n > 0)
+        std::memcpy(tile + k * 16, src + k, static_cast<size_t>(n));
       if (n < chunk) std::memset(tile + k * 16 + n, 0, static_cast<size_t>(chunk - n));
     }
   }
