@@ -57,13 +57,14 @@ TEST(W4A8Amx, TakesTheTilesBackFromOtherCodeOnTheThread) {
   EXPECT_EQ(test::run_w4a8(c, d, *model, pool), first);
 }
 
-// Shapes the shared list (kernel_exact_test.cc) leaves to its M >= 16 rows alone: activation rows
-// whose length is a multiple of 64 (read in place by the tile loads) with a last row block of
-// fewer than 32 rows (16 or fewer run one A tile: M = 16 alone, and after full blocks), more groups
-// than one epilogue pass folds in, several panels with the last one partial, every group size, on
-// one thread and on several (the row and panel split). On the model everywhere, and on the unit
-// where this machine has one.
-TEST(W4A8Amx, RowsReadInPlaceAndGroupBatchesMatchTheReference) {
+// Shapes the shared list (kernel_exact_test.cc) leaves to its M >= 16 rows alone: K over several
+// K blocks with the last one partial, and a K not a multiple of 64 whose activations take several
+// passes, the last of 16 rows (one A tile); a last row block of fewer than 32 rows (M = 16 alone,
+// and after full blocks); groups batched into K blocks with more groups than one epilogue pass
+// folds in, groups of 96 (half-deep tiles, two per block) with a short last group; several panels
+// with the last one partial; every group size, on one thread and on several (the row and panel
+// split). On the model everywhere, and on the unit where this machine has one.
+TEST(W4A8Amx, KBlocksPassesAndGroupBatchesMatchTheReference) {
   std::vector<const w4a8::Kernel*> kernels;
   for (const char* name : {"amx_model", "amx"})
     if (const w4a8::Kernel* k = w4a8::family().find(name); k && w4a8::family().supported(*k))
@@ -84,6 +85,9 @@ TEST(W4A8Amx, RowsReadInPlaceAndGroupBatchesMatchTheReference) {
            .group = 128,
            .bias = true,
            .scale_type = int4::ScaleType::bf16},
+           test::W4A8Case{.m = 48, .n = 64, .k = 16416, .group = 0},
+           test::W4A8Case{
+               .m = 20, .n = 64, .k = 500, .group = 96, .scale_type = int4::ScaleType::bf16},
        }) {
     const test::W4A8Data d = test::make_data(c);
     const std::vector<float> want = test::run_w4a8(c, d, reference, one);

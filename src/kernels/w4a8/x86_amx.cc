@@ -151,10 +151,9 @@ struct Avx512Simd {
 
 // The fewest rows a call runs on the tiles. Tiles have 16 rows: below a full A tile the unit runs
 // partly empty, and decode batches are bound by the weights' read, where the VNNI kernel streams
-// the packed nibbles directly. Groups of 32 need a full 32-row block: their half-deep tiles and
-// per-group epilogue leave the unit a smaller lead over VNNI, which a half-empty block loses.
-// Measured (docs/kernels.md): the crossover with avx512_vnni at each group size.
-int64_t min_rows(const Layout& l) { return amx_w4a8::chunk_bytes(l) == 64 ? 16 : 32; }
+// the packed nibbles directly. Measured (docs/kernels.md): the crossover with avx512_vnni, the
+// same at every group size.
+constexpr int64_t kMinRows = 16;
 
 int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layout& l,
                  const QuantizedLhs& lhs) {
@@ -163,15 +162,15 @@ int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layo
 
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
          int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, uint8_t* scratch) {
-  if (!amx_w4a8::on_tiles(l, m1 - m0, min_rows(l)))
+  if (!amx_w4a8::on_tiles(l, m1 - m0, kMinRows))
     return kAvx512VnniKernel.run(l, packed, lhs, m0, m1, p0, p1, y, ldy, e, scratch);
   amx_w4a8::run_tiles<HardwareTiles, Avx512Simd>(l, packed, lhs, m0, m1, p0, p1, y, ldy, e,
                                                  scratch);
 }
 
 int64_t scratch_bytes(const Layout& l, int64_t rows) {
-  return amx_w4a8::on_tiles(l, rows, min_rows(l)) ? amx_w4a8::scratch_size(l, rows)
-                                                  : kAvx512VnniKernel.scratch_bytes(l, rows);
+  return amx_w4a8::on_tiles(l, rows, kMinRows) ? amx_w4a8::scratch_size(l, rows)
+                                               : kAvx512VnniKernel.scratch_bytes(l, rows);
 }
 
 // amx_int8 is set only where the OS saves tile state and granted this process its use.
