@@ -186,13 +186,8 @@ int run_serve(int argc, char** argv, int first) {
     throw Error("options --speculative-config and --draft-model: give one of them");
   if (args.given("speculative-config"))
     engine_options.speculative = parse_speculative_config(args.value("speculative-config"));
-  if (args.given("draft-model")) {
-    SpeculativeConfig draft;
-    draft.method = SpeculativeConfig::Method::draft_model;
-    draft.model = args.value("draft-model");
-    draft.num_speculative_tokens = 4;
-    engine_options.speculative = draft;
-  }
+  if (args.given("draft-model"))
+    engine_options.speculative = parse_speculate_spec("draft:" + args.value("draft-model"));
   engine_options.validate();
   std::optional<PipeStepGate> step_gate;
   if (!args.value("step-gate-fd").empty()) {

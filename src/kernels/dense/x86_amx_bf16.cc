@@ -9,9 +9,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 
-#include "../amx/tile_config.h"
+#include "../amx/hardware_config.h"
 #include "x86_zmm_dense.h"
 
 namespace dq4::dense {
@@ -23,27 +22,21 @@ namespace {
 constexpr int kTileRows = 16;       // activation rows per A tile and output rows per C tile
 constexpr int64_t kTileSteps = 16;  // steps (k pairs) per tile: 64 bytes of A per row
 constexpr int kColumnTiles = Zmm::kNr / 16;
-// The C tiles are tmm0..3 (the panel's four 16-column quarters), A is tmm4, and B alternates
-// between tmm5 and tmm6 so that a load need not wait for the previous product. (GCC's tile
-// intrinsics paste the tile number into the instruction: literals only.)
 // Fewer rows run VDPBF16PS (the AVX512-BF16 kernel): a 1-row tile product streams the weights
 // no faster than the vector loop, which needs no tile store and reload.
 constexpr int64_t kMinRows = 4;
 // B tiles stream from memory: the chunk this far ahead is asked for while the current one runs.
 constexpr int64_t kPrefetchChunks = 2;
 
-// The configuration for `rows` activation rows; loaded unless this thread's tiles hold it (other
-// tile code on the thread, such as the W4A8 AMX kernel, configures them its own way).
+// The configuration for `rows` activation rows (other tile code on the thread, such as the W4A8
+// AMX kernel, configures the tiles its own way).
 void configure(int rows) {
   amx::TileConfig wanted;
   for (int t = 0; t < kColumnTiles; ++t) wanted.set(t, rows, 64);
   wanted.set(4, rows, 64);
   wanted.set(5, kTileSteps, 64);
   wanted.set(6, kTileSteps, 64);
-  amx::TileConfig held;
-  __asm__ volatile("sttilecfg %0" : "=m"(held));
-  if (std::memcmp(&held, &wanted, sizeof wanted) != 0)
-    __asm__ volatile("ldtilecfg %0" ::"m"(wanted));
+  amx::ensure_config(wanted);
 }
 
 // GCC's tile intrinsics do not tell the compiler what memory they read or write: a barrier
@@ -52,6 +45,9 @@ void configure(int rows) {
 inline void memory_barrier() { __asm__ volatile("" ::: "memory"); }
 
 // Rows m..m+rows-1 of the panel's 64 outputs, summed over all of K into `sums` ([4][16][16]).
+// The C tiles are tmm0..3 (the panel's four 16-column quarters), A is tmm4, and B alternates
+// between tmm5 and tmm6 so that a load need not wait for the previous product. (GCC's tile
+// intrinsics paste the tile number into the instruction: literals only.)
 void panel_rows(const Layout& l, const uint8_t* panel, const Lhs& lhs, int64_t m, float* sums) {
   _tile_zero(0);
   _tile_zero(1);

@@ -3,6 +3,7 @@
 
 #include <immintrin.h>
 
+#include "../amx/hardware_config.h"
 #include "amx_w4a8.h"
 
 namespace dq4::w4a8 {
@@ -28,16 +29,11 @@ using amx_w4a8::kNr;
   if constexpr (T == 7) op(7, __VA_ARGS__);
 #define DQ4_TILE_ZERO(t, unused) _tile_zero(t)
 
-// GCC 12's _tile_loadconfig/_tile_storeconfig declare 8 of the 64 bytes they access and
-// _tile_loadd none, so the compiler could drop or delay stores the unit reads: the configuration
-// goes through asm naming the whole struct, and a memory barrier precedes every tile load.
+// GCC 12's _tile_loadd declares no memory access, so the compiler could drop or delay stores the
+// unit reads: a memory barrier precedes every tile load (the configuration: hardware_config.h).
 struct HardwareTiles {
-  static void configure(const amx::TileConfig& c) { __asm__ volatile("ldtilecfg %0" ::"m"(c)); }
-  static amx::TileConfig config() {
-    amx::TileConfig c;
-    __asm__ volatile("sttilecfg %0" : "=m"(c));
-    return c;
-  }
+  static void configure(const amx::TileConfig& c) { amx::load_config(c); }
+  static amx::TileConfig config() { return amx::held_config(); }
   template <int T>
   static void zero() {
     DQ4_EACH_TILE(DQ4_TILE_ZERO, 0)
