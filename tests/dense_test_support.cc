@@ -4,6 +4,7 @@
 #include <cstring>
 #include <random>
 
+#include "matmul_case_args.h"
 #include "runnable_kernels.h"
 
 namespace dq4::test {
@@ -183,19 +184,8 @@ float DenseData::weight(const DenseCase& c, int64_t n, int64_t k) const {
 std::vector<float> run_dense(const DenseCase& c, const DenseData& d, const dense::Kernel& kernel,
                              ThreadPool& pool, const std::vector<float>* onto) {
   const dense::PackedWeights packed = dense::pack(d.source(c), kernel, &pool);
-  std::vector<float> y =
-      onto != nullptr ? *onto : std::vector<float>(static_cast<size_t>(c.m * d.ldy), -777.0f);
-  MatmulArgs args;
-  args.m = c.m;
-  args.x = d.x.data();
-  args.ldx = d.ldx;
-  args.y = y.data();
-  args.ldy = d.ldy;
-  args.min = c.lo;
-  args.max = c.hi;
-  args.accumulate = onto != nullptr;
-  args.pool = &pool;
-  dense::matmul(packed, args);
+  std::vector<float> y = case_output(c, d, onto);
+  dense::matmul(packed, case_args(c, d, y, onto != nullptr, pool));
   return y;
 }
 

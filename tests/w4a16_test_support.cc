@@ -1,5 +1,6 @@
 #include "w4a16_test_support.h"
 
+#include "matmul_case_args.h"
 #include "runnable_kernels.h"
 
 namespace dq4::test {
@@ -7,19 +8,8 @@ namespace dq4::test {
 template <class Packed>
 std::vector<float> run_w4a16_on(const Packed& packed, const W4A8Case& c, const W4A8Data& d,
                                 ThreadPool& pool, const std::vector<float>* onto) {
-  std::vector<float> y =
-      onto != nullptr ? *onto : std::vector<float>(static_cast<size_t>(c.m * d.ldy), -777.0f);
-  w4a16::MatmulArgs args;
-  args.m = c.m;
-  args.x = d.x.data();
-  args.ldx = d.ldx;
-  args.y = y.data();
-  args.ldy = d.ldy;
-  args.min = c.lo;
-  args.max = c.hi;
-  args.accumulate = onto != nullptr;
-  args.pool = &pool;
-  w4a16::matmul(packed, args);
+  std::vector<float> y = case_output(c, d, onto);
+  w4a16::matmul(packed, case_args(c, d, y, onto != nullptr, pool));
   return y;
 }
 template std::vector<float> run_w4a16_on(const w4a16::PackedWeights&, const W4A8Case&,

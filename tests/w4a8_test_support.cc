@@ -5,6 +5,7 @@
 #include <random>
 
 #include "dq4/kernels/int4_codec.h"
+#include "matmul_case_args.h"
 #include "runnable_kernels.h"
 
 namespace dq4::test {
@@ -257,19 +258,8 @@ float W4A8Data::effective_scale(const W4A8Case& c, int64_t n, int64_t g) const {
 std::vector<float> run_w4a8(const W4A8Case& c, const W4A8Data& d, const w4a8::Kernel& kernel,
                             ThreadPool& pool, const std::vector<float>* onto) {
   const w4a8::PackedWeights packed = w4a8::pack(d.source(c), kernel, &pool);
-  std::vector<float> y =
-      onto != nullptr ? *onto : std::vector<float>(static_cast<size_t>(c.m * d.ldy), -777.0f);
-  w4a8::MatmulArgs args;
-  args.m = c.m;
-  args.x = d.x.data();
-  args.ldx = d.ldx;
-  args.y = y.data();
-  args.ldy = d.ldy;
-  args.min = c.lo;
-  args.max = c.hi;
-  args.accumulate = onto != nullptr;
-  args.pool = &pool;
-  w4a8::matmul(packed, args);
+  std::vector<float> y = case_output(c, d, onto);
+  w4a8::matmul(packed, case_args(c, d, y, onto != nullptr, pool));
   return y;
 }
 
