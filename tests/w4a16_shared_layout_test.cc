@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "bit_exact.h"
+#include "matmul_case_args.h"
 #include "w4a16_test_support.h"
 
 namespace dq4::test {
@@ -88,17 +89,8 @@ TEST(W4A16SharedLayout, OneW4A8PackRunsBothFamilies) {
       size_t at = first_bit_difference(want16, y16);
       ASSERT_EQ(at, want16.size()) << c.name() << " packed by w4a8 " << w4a8::family().name(*k8)
                                    << ": W4A16 differs at " << at;
-      std::vector<float> y8(want8.size(), -777.0f);
-      w4a8::MatmulArgs args;
-      args.m = c.m;
-      args.x = d.x.data();
-      args.ldx = d.ldx;
-      args.y = y8.data();
-      args.ldy = d.ldy;
-      args.min = c.lo;
-      args.max = c.hi;
-      args.pool = &pool;
-      w4a8::matmul(shared, args);
+      std::vector<float> y8 = case_output(c, d, nullptr);
+      w4a8::matmul(shared, case_args(c, d, y8, false, pool));
       at = first_bit_difference(want8, y8);
       ASSERT_EQ(at, want8.size()) << c.name() << " packed by w4a8 " << w4a8::family().name(*k8)
                                   << ": W4A8 differs at " << at;
