@@ -26,6 +26,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "../src/kernels/amx/hardware_config.h"
+
 namespace {
 
 constexpr int kGroups = 8;     // groups of 32 k in the L1 slice of B
@@ -41,21 +43,15 @@ struct Operands {
   alignas(64) float scales[kGroups][32];
 };
 
-// Palette 1: tmm0..3 16 x 16 int32, tmm4/5 16 rows x 32 bytes, tmm6/7 8 rows x 64 bytes.
-__attribute__((target("amx-tile"))) void configure_tiles() {
-  alignas(64) uint8_t config[64] = {};
-  config[0] = 1;
-  const auto set = [&](int t, int rows, int bytes) {
-    config[16 + 2 * t] = static_cast<uint8_t>(bytes);
-    config[48 + t] = static_cast<uint8_t>(rows);
-  };
-  for (int t = 0; t < 4; ++t) set(t, 16, 64);
-  set(4, 16, 32);
-  set(5, 16, 32);
-  set(6, 8, 64);
-  set(7, 8, 64);
-  // GCC 12's intrinsic declares too little of the memory LDTILECFG reads (x86_amx.cc).
-  __asm__ volatile("ldtilecfg %0" ::"m"(config) : "memory");
+// tmm0..3 16 x 16 int32, tmm4/5 16 rows x 32 bytes, tmm6/7 8 rows x 64 bytes.
+void configure_tiles() {
+  dq4::amx::TileConfig config;
+  for (int t = 0; t < 4; ++t) config.set(t, 16, 64);
+  config.set(4, 16, 32);
+  config.set(5, 16, 32);
+  config.set(6, 8, 64);
+  config.set(7, 8, 64);
+  dq4::amx::load_config(config);
 }
 
 __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
