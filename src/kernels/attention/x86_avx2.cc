@@ -4,7 +4,6 @@
 #include <immintrin.h>
 
 #include "simd_tile.h"
-#include "x86_reduce.h"
 
 namespace dq4::attention {
 namespace {
@@ -61,7 +60,22 @@ struct Ymm2 {
   static DQ4_ATTENTION_INLINE void reduce_keys(const F (&acc)[kKeys], float scale, float* out) {
     __m256 t8[kKeys];
     for (int b = 0; b < kKeys; ++b) t8[b] = _mm256_add_ps(acc[b].lo, acc[b].hi);
-    reduce_t8(t8, scale, out);
+    // Each add pairs exactly the lanes the scalar tree pairs. Keys 0 and 1: t4 in the low and
+    // high 128 bits of c0 (keys 2 and 3 in c1).
+    const __m256 c0 = t4_pair(t8[0], t8[1]), c1 = t4_pair(t8[2], t8[3]);
+    // Per 128-bit half: t2 of keys 0, 2 (low), 1, 3 (high).
+    const __m256 d =
+        _mm256_add_ps(_mm256_shuffle_ps(c0, c1, 0x44), _mm256_shuffle_ps(c0, c1, 0xee));
+    // Low: keys 0 2 0 2, high: 1 3 1 3.
+    const __m256 e = _mm256_add_ps(_mm256_shuffle_ps(d, d, 0x88), _mm256_shuffle_ps(d, d, 0xdd));
+    const __m128 dots = _mm_unpacklo_ps(_mm256_castps256_ps128(e), _mm256_extractf128_ps(e, 1));
+    _mm_storeu_ps(out, _mm_mul_ps(dots, _mm_set1_ps(scale)));
+  }
+
+ private:
+  // Two keys' t8: t8[l] + t8[l + 4] of key a in the low 128 bits, of key b in the high.
+  static DQ4_ATTENTION_INLINE __m256 t4_pair(__m256 a, __m256 b) {
+    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
   }
 };
 

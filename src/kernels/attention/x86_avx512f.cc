@@ -1,11 +1,10 @@
 // Attention on AVX-512F: attention.h's 16 lanes as one zmm register, dot products of 16 keys at
-// once; their tree reductions finish on 256-bit halves (x86_reduce.h, shared with AVX2).
-// Compiled with -mavx2 -mfma -mavx512f.
+// once, their tree reductions done together on whole registers. Compiled with -mavx2 -mfma
+// -mavx512f.
 
 #include <immintrin.h>
 
 #include "simd_tile.h"
-#include "x86_reduce.h"
 
 namespace dq4::attention {
 namespace {
@@ -39,14 +38,29 @@ struct Zmm {
     return _mm512_maskz_mov_ps(static_cast<__mmask16>(~_mm512_cmp_ps_mask(x, limit, _CMP_LT_OQ)),
                                y);
   }
+  // The 16 keys' trees at once, on whole zmm registers: each step adds the lanes the scalar tree
+  // pairs, for several keys per add (31 shuffles and 15 adds for 16 keys).
   static DQ4_ATTENTION_INLINE void reduce_keys(const F (&acc)[kKeys], float scale, float* out) {
-    __m256 t8[2][8];
-    for (int b = 0; b < kKeys; ++b) {
-      const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[b]), 1));
-      t8[b / 8][b % 8] = _mm256_add_ps(_mm512_castps512_ps256(acc[b]), high);
-    }
-    reduce_t8(t8[0], scale, out);
-    reduce_t8(t8[1], scale, out + 8);
+    F t8[8];  // keys 2p, 2p + 1: their t8 in the low and high 256 bits
+#pragma GCC unroll 8
+    for (int p = 0; p < 8; ++p)
+      t8[p] = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2 * p], acc[2 * p + 1], 0x44),
+                            _mm512_shuffle_f32x4(acc[2 * p], acc[2 * p + 1], 0xee));
+    F t4[4];  // keys 4p .. 4p + 3: their t4 in 128-bit quarters 0 .. 3
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p)
+      t4[p] = _mm512_add_ps(_mm512_shuffle_f32x4(t8[2 * p], t8[2 * p + 1], 0x88),
+                            _mm512_shuffle_f32x4(t8[2 * p], t8[2 * p + 1], 0xdd));
+    F t2[2];  // quarter i: t2 of keys 8p + i, then of 8p + 4 + i
+#pragma GCC unroll 2
+    for (int p = 0; p < 2; ++p)
+      t2[p] = _mm512_add_ps(_mm512_shuffle_ps(t4[2 * p], t4[2 * p + 1], 0x44),
+                            _mm512_shuffle_ps(t4[2 * p], t4[2 * p + 1], 0xee));
+    // Quarter i: keys i, 4 + i, 8 + i, 12 + i.
+    const F dots =
+        _mm512_add_ps(_mm512_shuffle_ps(t2[0], t2[1], 0x88), _mm512_shuffle_ps(t2[0], t2[1], 0xdd));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_permutexvar_ps(order, dots), _mm512_set1_ps(scale)));
   }
 };
 
