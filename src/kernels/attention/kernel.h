@@ -45,12 +45,26 @@ constexpr int64_t kRowsPerPass = 4;
 // Padding of each score row, so that 16-lane loads past its end stay inside scratch.
 constexpr int64_t kScorePad = 16;
 
+// Keys whose dot products a kernel computes at once, at most.
+constexpr int64_t kMaxKeysAtOnce = 16;
+// Keys per block of the weighted-value sweep, so that a block's values stay in L1 while each
+// (row, head) of a pass reads them.
+constexpr int64_t kValueBlock = 32;
+
+// Floats of one key or value vector staged as f32 in scratch: head_dim padded to whole 16-lane
+// vectors.
+DQ4_ATTENTION_INLINE int64_t staged_vector_floats(int64_t head_dim) {
+  return (head_dim + 15) / 16 * 16;
+}
+
 // Floats of scratch a call needs for `tile`: per (row of a pass, head) a score row spanning the
-// keys of any pass of the tile, an f32 output accumulator of head_dim and a sum.
+// keys of any pass of the tile, an f32 output accumulator of head_dim and a sum; then, 64-byte
+// aligned, the keys of one batch of dot products and the values of one block as f32.
 DQ4_ATTENTION_INLINE int64_t scratch_floats(const Problem& p, const Tile& t) {
   const int64_t rows = std::min(kRowsPerPass, t.row_end - t.row_begin);
   const int64_t span = p.key_end(t.row_end - 1) - p.key_begin(t.row_begin);
-  return rows * (t.head_end - t.head_begin) * (span + kScorePad + p.head_dim + 1);
+  return rows * (t.head_end - t.head_begin) * (span + kScorePad + p.head_dim + 1) + 16 +
+         (kMaxKeysAtOnce + kValueBlock) * staged_vector_floats(p.head_dim);
 }
 
 // Element offset of token j's key (or value) vector of kv head g in the paged cache.

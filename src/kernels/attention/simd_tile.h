@@ -29,9 +29,6 @@
 namespace dq4::attention {
 namespace {
 
-// Value sweep: keys per block, so that a block's values stay in L1 while each (row, head) of
-// the pass reads them.
-constexpr int64_t kValueBlock = 32;
 // Score sweep: how far ahead keys are prefetched.
 constexpr int64_t kPrefetchKeys = 16;
 
@@ -118,6 +115,8 @@ struct PassScratch {
   float* scores;
   float* out;
   float* sums;
+  float* keys;    // a batch of keys as f32, chunk-major (stage_keys)
+  float* values;  // a block of values as f32 (BF16 caches only), one vector after another
   int64_t score_stride, head_dim, heads;
 
   float* score_row(int64_t r, int64_t h) const { return scores + (r * heads + h) * score_stride; }
@@ -125,12 +124,28 @@ struct PassScratch {
   float* sum(int64_t r, int64_t h) const { return sums + r * heads + h; }
 };
 
+// V::kKeys keys as f32 at `staged`, chunk-major (16 lanes of every key, then the next 16), a
+// partial last chunk zero-filled: every (row, head) of a pass reads them with one base pointer
+// and, for BF16 caches, without widening them again.
+template <class V, class T>
+DQ4_ATTENTION_INLINE void stage_keys(const T* const* key, int64_t head_dim, float* staged) {
+  const int64_t full = head_dim / 16, tail = head_dim % 16;
+  for (int64_t c = 0; c < full; ++c, staged += 16 * V::kKeys)
+#pragma GCC unroll 16
+    for (int b = 0; b < V::kKeys; ++b) V::store(staged + 16 * b, V::load(key[b] + 16 * c));
+  if (tail != 0)
+#pragma GCC unroll 16
+    for (int b = 0; b < V::kKeys; ++b)
+      V::store(staged + 16 * b, load_part<V>(key[b] + 16 * full, tail));
+}
+
 // Scores s_j = dot(q, k_j) * scale of every (row, head) of the pass, keys [first, end).
 template <class V, class T>
 void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t first,
                  int64_t end, const PassScratch& s) {
   using F = typename V::F;
   constexpr int kKeys = V::kKeys;
+  static_assert(kKeys <= kMaxKeysAtOnce && kKeys <= kScorePad);
   const int64_t heads = t.head_end - t.head_begin, full = p.head_dim / 16, tail = p.head_dim % 16;
   const T* keys = static_cast<const T*>(p.kv.keys);
   TokenCursor<T> cursor(keys, p.kv, p.head_dim, t.kv_head, first);
@@ -144,22 +159,23 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
       ahead.step();
     }
     cursor.next();
+    stage_keys<V>(key, p.head_dim, s.keys);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t h = 0; h < heads; ++h) {
         const float* q = p.q + (r0 + r) * p.ldq + (t.head_begin + h) * p.head_dim;
         F acc[kKeys];
 #pragma GCC unroll 16
         for (int b = 0; b < kKeys; ++b) acc[b] = V::zero();
-        for (int64_t c = 0; c < full; ++c) {
+        const float* staged = s.keys;
+        for (int64_t c = 0; c < full; ++c, staged += 16 * kKeys) {
           const F qv = V::load(q + 16 * c);
 #pragma GCC unroll 16
-          for (int b = 0; b < kKeys; ++b) acc[b] = V::fma(qv, V::load(key[b] + 16 * c), acc[b]);
+          for (int b = 0; b < kKeys; ++b) acc[b] = V::fma(qv, V::load(staged + 16 * b), acc[b]);
         }
         if (tail != 0) {
           const F qv = load_part<V>(q + 16 * full, tail);
 #pragma GCC unroll 16
-          for (int b = 0; b < kKeys; ++b)
-            acc[b] = V::fma(qv, load_part<V>(key[b] + 16 * full, tail), acc[b]);
+          for (int b = 0; b < kKeys; ++b) acc[b] = V::fma(qv, V::load(staged + 16 * b), acc[b]);
         }
         // A last batch writes kKeys - count unused scores into the row's padding.
         V::reduce_keys(acc, p.scale, s.score_row(r, h) + (j - first));
@@ -317,6 +333,9 @@ void run_tile(const Problem& p, const Tile& t, float* scratch) {
   s.scores = scratch;
   s.out = scratch + rows * heads * s.score_stride;
   s.sums = s.out + rows * heads * p.head_dim;
+  s.keys = s.sums + rows * heads;
+  s.keys += (16 - reinterpret_cast<uintptr_t>(s.keys) / sizeof(float) % 16) % 16;
+  s.values = s.keys + kMaxKeysAtOnce * staged_vector_floats(p.head_dim);
   for (int64_t r0 = t.row_begin; r0 < t.row_end; r0 += kRowsPerPass)
     pass<V, T>(p, t, r0, std::min(kRowsPerPass, t.row_end - r0), s);
 }
