@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "attention_math.h"
 #include "kernel.h"
@@ -124,6 +125,15 @@ struct PassScratch {
   float* sum(int64_t r, int64_t h) const { return sums + r * heads + h; }
 };
 
+// One key or value vector as f32 at `staged` (staged_vector_floats), a partial last chunk
+// zero-filled.
+template <class V, class T>
+DQ4_ATTENTION_INLINE void stage_vector(const T* v, int64_t head_dim, float* staged) {
+  const int64_t full = head_dim / 16, tail = head_dim % 16;
+  for (int64_t c = 0; c < full; ++c) V::store(staged + 16 * c, V::load(v + 16 * c));
+  if (tail != 0) V::store(staged + 16 * full, load_part<V>(v + 16 * full, tail));
+}
+
 // V::kKeys keys as f32 at `staged`, chunk-major (16 lanes of every key, then the next 16), a
 // partial last chunk zero-filled: every (row, head) of a pass reads them with one base pointer
 // and, for BF16 caches, without widening them again.
@@ -221,8 +231,8 @@ float softmax_weights(float* e, int64_t n) {
 
 // o[n] += sum over k in [k0, k1) of e[n][k] value[k], for the output accumulators of NH heads
 // of one row (each value vector loaded once for all of them).
-template <class V, class T, int NH>
-DQ4_ATTENTION_INLINE void accumulate_values(const Problem& p, const T* const* value,
+template <class V, int NH>
+DQ4_ATTENTION_INLINE void accumulate_values(const Problem& p, const float* const* value,
                                             const float* const* e, int64_t k0, int64_t k1,
                                             float* const* o) {
   using F = typename V::F;
@@ -287,11 +297,18 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, const PassS
   const T* values = static_cast<const T*>(p.kv.values);
   TokenCursor<T> cursor(values, p.kv, p.head_dim, t.kv_head, first);
   Prefetcher<T> ahead(values, p.kv, p.head_dim, t.kv_head, first, kValueBlock, end);
-  const T* block_values[kValueBlock];
+  const float* block_values[kValueBlock];
+  const int64_t staged_floats = staged_vector_floats(p.head_dim);
   for (int64_t j0 = first; j0 < end; j0 += kValueBlock) {
     const int64_t j1 = std::min(end, j0 + kValueBlock);
     for (int64_t j = j0; j < j1; ++j, cursor.next()) {
-      block_values[j - j0] = cursor.get();
+      if constexpr (std::is_same_v<T, float>) {
+        block_values[j - j0] = cursor.get();
+      } else {  // widened once for every row and head of the pass
+        float* staged = s.values + (j - j0) * staged_floats;
+        stage_vector<V>(cursor.get(), p.head_dim, staged);
+        block_values[j - j0] = staged;
+      }
       ahead.step();  // the next block's values
     }
     for (int64_t r = 0; r < rows; ++r) {
@@ -306,9 +323,9 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, const PassS
           o[i] = s.out_row(r, h + i);
         }
         if (n == V::kValueHeads)
-          accumulate_values<V, T, V::kValueHeads>(p, block_values, e, lo - j0, hi - j0, o);
+          accumulate_values<V, V::kValueHeads>(p, block_values, e, lo - j0, hi - j0, o);
         else
-          accumulate_values<V, T, 1>(p, block_values, e, lo - j0, hi - j0, o);
+          accumulate_values<V, 1>(p, block_values, e, lo - j0, hi - j0, o);
         h += n;
       }
     }
