@@ -89,15 +89,17 @@ struct TokenCursor {
 
 // Software prefetch of the vectors `distance` tokens ahead of a sweep over [.., end): the
 // hardware prefetchers follow one block's vectors, not the jump to the next block of the table.
+// Tokens before `cold` (swept by the tile's previous pass, so still cached) are skipped: a
+// prefetch of a cached line still takes a fill buffer and costs prefill more than it saves.
 template <class T>
 struct Prefetcher {
   TokenCursor<T> cursor;
   int64_t at, end, bytes;
 
   Prefetcher(const T* base, const PagedKv& kv, int64_t head_dim, int64_t g, int64_t from,
-             int64_t distance, int64_t end)
-      : cursor(base, kv, head_dim, g, std::min(from + distance, end)),
-        at(std::min(from + distance, end)),
+             int64_t distance, int64_t cold, int64_t end)
+      : cursor(base, kv, head_dim, g, std::min(std::max(from + distance, cold), end)),
+        at(std::min(std::max(from + distance, cold), end)),
         end(end),
         bytes(head_dim * static_cast<int64_t>(sizeof(T))) {}
   // Prefetches the next token's vector.
@@ -152,14 +154,14 @@ DQ4_ATTENTION_INLINE void stage_keys(const T* const* key, int64_t head_dim, floa
 // Scores s_j = dot(q, k_j) * scale of every (row, head) of the pass, keys [first, end).
 template <class V, class T>
 void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t first,
-                 int64_t end, const PassScratch& s) {
+                 int64_t cold, int64_t end, const PassScratch& s) {
   using F = typename V::F;
   constexpr int kKeys = V::kKeys;
   static_assert(kKeys <= kMaxKeysAtOnce && kKeys <= kScorePad);
   const int64_t heads = t.head_end - t.head_begin, full = p.head_dim / 16, tail = p.head_dim % 16;
   const T* keys = static_cast<const T*>(p.kv.keys);
   TokenCursor<T> cursor(keys, p.kv, p.head_dim, t.kv_head, first);
-  Prefetcher<T> ahead(keys, p.kv, p.head_dim, t.kv_head, first, kPrefetchKeys, end);
+  Prefetcher<T> ahead(keys, p.kv, p.head_dim, t.kv_head, first, kPrefetchKeys, cold, end);
   for (int64_t j = first; j < end; j += kKeys) {
     const int64_t count = std::min<int64_t>(kKeys, end - j);
     const T* key[kKeys];
@@ -277,11 +279,13 @@ DQ4_ATTENTION_INLINE void accumulate_values(const Problem& p, const float* const
   }
 }
 
+// One pass of rows [r0, r0 + rows); keys before `cold` were swept by the previous pass.
 template <class V, class T>
-void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, const PassScratch& s) {
+void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t cold,
+          const PassScratch& s) {
   const int64_t heads = t.head_end - t.head_begin;
   const int64_t first = p.key_begin(r0), end = p.key_end(r0 + rows - 1);
-  score_sweep<V, T>(p, t, r0, rows, first, end, s);
+  score_sweep<V, T>(p, t, r0, rows, first, cold, end, s);
 
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < heads; ++h) {
@@ -296,7 +300,7 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, const PassS
   // The values of a block of keys j0 + k, k < kValueBlock.
   const T* values = static_cast<const T*>(p.kv.values);
   TokenCursor<T> cursor(values, p.kv, p.head_dim, t.kv_head, first);
-  Prefetcher<T> ahead(values, p.kv, p.head_dim, t.kv_head, first, kValueBlock, end);
+  Prefetcher<T> ahead(values, p.kv, p.head_dim, t.kv_head, first, kValueBlock, cold, end);
   const float* block_values[kValueBlock];
   const int64_t staged_floats = staged_vector_floats(p.head_dim);
   for (int64_t j0 = first; j0 < end; j0 += kValueBlock) {
@@ -354,7 +358,8 @@ void run_tile(const Problem& p, const Tile& t, float* scratch) {
   s.keys += (16 - reinterpret_cast<uintptr_t>(s.keys) / sizeof(float) % 16) % 16;
   s.values = s.keys + kMaxKeysAtOnce * staged_vector_floats(p.head_dim);
   for (int64_t r0 = t.row_begin; r0 < t.row_end; r0 += kRowsPerPass)
-    pass<V, T>(p, t, r0, std::min(kRowsPerPass, t.row_end - r0), s);
+    pass<V, T>(p, t, r0, std::min(kRowsPerPass, t.row_end - r0),
+               r0 == t.row_begin ? 0 : p.key_end(r0 - 1), s);
 }
 
 template <class V>
