@@ -89,6 +89,10 @@ void fill_row(Rows kind, int64_t row, int64_t k, std::mt19937& rng, float* x) {
       if (row % 2 == 0) {
         for (int64_t i = 0; i < k; ++i)
           x[i] = static_cast<float>(static_cast<int>(rng() % 255) - 100) + 0.5f;
+        // The floats just below a tie round toward zero; +-0.49999997 is the one where adding
+        // exactly 0.5 before truncating would round up.
+        const float below_ties[] = {0.49999997f, -0.49999997f, 42.4999962f, -42.4999962f};
+        for (int64_t i = 0; i < 4 && 2 + 2 * i < k - 1; ++i) x[2 + 2 * i] = below_ties[i];
         x[0] = -100.0f;
         x[k - 1] = 155.0f;
       } else {

@@ -24,15 +24,14 @@ constexpr int kPrefetchBytes = 4096;
 
 // ---- activation quantization --------------------------------------------------------------
 
-__m512 round_half_away(__m512 v) {
-  const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m512 frac = _mm512_sub_ps(v, t);  // exact
-  const __m512 abs_frac = _mm512_abs_ps(frac);
-  const __mmask16 up = _mm512_cmp_ps_mask(abs_frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+// round(v) with ties away from zero, as an integer: v + (the float just below 0.5, with v's sign),
+// rounded to nearest even by the add, then truncated. Exact for every float: below 0.5 from an
+// integer the sum stays below the next one; at 0.5 exactly it rounds up to it.
+__m512i round_half_away(__m512 v) {
   const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN));
-  const __m512 one =
-      _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)), sign));
-  return _mm512_mask_add_ps(t, up, t, one);
+  const __m512 below_half =
+      _mm512_castsi512_ps(_mm512_or_si512(_mm512_set1_epi32(0x3effffff), sign));
+  return _mm512_cvttps_epi32(_mm512_add_ps(v, below_half));
 }
 
 __mmask16 tail_mask(int64_t remaining) {
@@ -65,8 +64,7 @@ int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layo
       for (int64_t k = l.group_begin(g); k < l.group_end(g); k += 16) {
         const __mmask16 mask = tail_mask(l.group_end(g) - k);
         const __m512 v = _mm512_maskz_loadu_ps(mask, row + k);
-        __m512i qi =
-            _mm512_add_epi32(_mm512_cvtps_epi32(round_half_away(_mm512_mul_ps(v, mul))), zp);
+        __m512i qi = _mm512_add_epi32(round_half_away(_mm512_mul_ps(v, mul)), zp);
         qi = _mm512_min_epi32(_mm512_max_epi32(qi, qmin), qmax);
         qi = _mm512_maskz_mov_epi32(mask, qi);
         sum = _mm512_add_epi32(sum, qi);

@@ -23,13 +23,13 @@ namespace ymm {
 constexpr int kNr = 16;
 constexpr int kVectors = kNr / 8;
 
-inline __m256 round_half_away(__m256 v) {
-  const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 sign_bit = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN));
-  const __m256 abs_frac = _mm256_andnot_ps(sign_bit, _mm256_sub_ps(v, t));  // exact
-  const __m256 up = _mm256_cmp_ps(abs_frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
-  const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(v, sign_bit));
-  return _mm256_add_ps(t, _mm256_and_ps(up, one));
+// round(v) with ties away from zero, as an integer: v + (the float just below 0.5, with v's sign),
+// rounded to nearest even by the add, then truncated. Exact for every float: below 0.5 from an
+// integer the sum stays below the next one; at 0.5 exactly it rounds up to it.
+inline __m256i round_half_away(__m256 v) {
+  const __m256 sign = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN)));
+  const __m256 below_half = _mm256_or_ps(_mm256_castsi256_ps(_mm256_set1_epi32(0x3effffff)), sign);
+  return _mm256_cvttps_epi32(_mm256_add_ps(v, below_half));
 }
 
 inline int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layout& l,
@@ -73,8 +73,7 @@ inline int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, con
       int64_t kk = l.group_begin(g);
       for (; kk + 8 <= end; kk += 8) {
         const __m256 v = _mm256_loadu_ps(row + kk);
-        __m256i qi =
-            _mm256_add_epi32(_mm256_cvtps_epi32(round_half_away(_mm256_mul_ps(v, mul))), zp);
+        __m256i qi = _mm256_add_epi32(round_half_away(_mm256_mul_ps(v, mul)), zp);
         qi = _mm256_min_epi32(_mm256_max_epi32(qi, qmin), qmax);
         sum = _mm256_add_epi32(sum, qi);
         const __m128i q16 =
