@@ -458,6 +458,9 @@ class Connection::ConnectionExchange : public Exchange {
 };
 
 void Connection::dispatch(Pending next) {
+  // A read that completed just before close() (a shutdown, a full server) still calls back:
+  // an exchange started now could never be written, and would keep the connection alive.
+  if (closed_) return;
   const bool draining = server_->draining.load();
   const bool keep_alive = next.keep_alive && !closing_ && !draining;
   exchange_ = std::make_shared<ConnectionExchange>(weak_from_this(), keep_alive, next.http10,
