@@ -147,7 +147,7 @@ std::vector<W4A8Case> w4a8_cases() {
   for (int64_t m : ms)
     for (const Shape& s : shapes)
       cases.push_back({m, s.n, s.k, s.group, s.bias, s.scale_type, s.input, Rows::random});
-  // 13 rows: a decode batch whose rows after the first 4 run in a tall tile and a 1-row tail.
+  // 13 rows: a decode batch in row blocks of unequal height (and, on some kernels, a 1-row tail).
   for (Rows rows : {Rows::zero, Rows::constant, Rows::huge_range, Rows::ties, Rows::extremes})
     for (int64_t m : {1, 5, 13, 17})
       for (int shape : {0, 2, 4}) {

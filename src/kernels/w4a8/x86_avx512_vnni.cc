@@ -87,16 +87,17 @@ inline int32_t load_dword(const int8_t* p) {
   return v;
 }
 
-// Integer dot products start[r] + sum(a * u) of MR rows with NV x 16 columns of the panel (from
+// Integer dot products init(r, j) + sum(a * u) of MR rows with NV x 16 columns of the panel (from
 // column 16 * j0) over `steps` steps of 8 k from k0, handed to finish(r, j, sums of columns
 // 16j..16j+15) while still in registers. With one row the two nibble planes get separate
 // accumulators to hide VPDPBUSD latency. kSteps > 0 fixes the step count at compile time (full
 // groups of 32/64/128) so that the loop unrolls and the accumulators stay put in registers.
 // kUnpacked: w points into unpack_panel's planes instead of the packed nibbles.
-template <int MR, int NV, bool kStream, int kSteps = 0, bool kUnpacked = false, class Finish>
+template <int MR, int NV, bool kStream, int kSteps = 0, bool kUnpacked = false, class Init,
+          class Finish>
 __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
                                                      const int8_t* const* q, int64_t k0,
-                                                     const int32_t* start, Finish&& finish) {
+                                                     Init&& init, Finish&& finish) {
   const __m512i low_mask = _mm512_set1_epi8(0x0f);
   constexpr int kPlanes = MR == 1 ? 2 : 1;
   __m512i acc[kPlanes][MR][NV];
@@ -104,7 +105,7 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t s
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) {
-      acc[0][r][j] = _mm512_set1_epi32(start[r]);
+      acc[0][r][j] = init(r, j);
       if constexpr (kPlanes == 2) acc[1][r][j] = _mm512_setzero_si512();
     }
   if constexpr (kSteps > 0) steps = kSteps;
@@ -150,79 +151,109 @@ inline __m512 clamp(__m512 y, __m512 lo, __m512 hi) {
   return _mm512_min_ps(_mm512_max_ps(y, lo), hi);  // (y > lo ? y : lo), then (y < hi ? y : hi)
 }
 
-// Output rows m..m+MR-1, columns n0 + 16 j0 .. + 16 NV of one panel (n0 = the panel's first).
+// A tile's running sums between parts of K, 64-byte aligned, `ld` elements from one row to the
+// next, column c0 of the tile first: per row and column sum a*q so far (int32) when channelwise,
+// the group sums times their scales so far (f32) when groupwise.
+struct TileSums {
+  void* data;
+  int64_t ld;
+  int32_t* ints(int r, int j) const { return static_cast<int32_t*>(data) + r * ld + 16 * j; }
+  float* floats(int r, int j) const { return static_cast<float*>(data) + r * ld + 16 * j; }
+};
+
+// Adds the products of rows m..m+MR-1 with columns c0..c0+16NV of one panel over one part of K
+// to `sums`: steps [part0, part1) of 8 k when channelwise, groups [part0, part1) when groupwise.
+// `first`: the sums start here (from -8 sum a, which turns sum a*u into sum a*q, or from 0).
 template <int MR, int NV, bool kStream, bool kUnpacked>
-void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, const QuantizedLhs& lhs,
-          int64_t m, int j0, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
+void accumulate(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
+                const QuantizedLhs& lhs, int64_t m, int64_t c0, int64_t part0, int64_t part1,
+                bool first, const TileSums& sums) {
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
-  const int64_t c0 = 16 * j0;  // first column of the tile within the panel
-  __m512 out[MR][NV];
   if (l.channelwise) {
-    alignas(64) int32_t acc[MR][NV * 16];
-    int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
-    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
+    const int64_t offset = kUnpacked ? part0 * kNr * 8 : part0 * l.step_bytes;
     dot_steps<MR, NV, kStream, 0, kUnpacked>(
-        (kUnpacked ? unpacked : panel.group_data(0)) + 4 * c0, l.full_group_steps, q, 0, start,
-        [&](int r, int j, __m512i sum) { _mm512_store_si512(acc[r] + 16 * j, sum); });
-    for (int r = 0; r < MR; ++r) {
-      const __m512i zp = _mm512_set1_epi32(lhs.zp[m + r]);
-      const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
-      for (int j = 0; j < NV; ++j) {
-        const __m512i sums = _mm512_loadu_si512(panel.column_sums() + c0 + 16 * j);
-        const __m512i u =
-            _mm512_sub_epi32(_mm512_load_si512(acc[r] + 16 * j), _mm512_mullo_epi32(zp, sums));
+        (kUnpacked ? unpacked : panel.group_data(0)) + offset + 4 * c0, part1 - part0, q, 8 * part0,
+        [&](int r, int j) {
+          return first ? _mm512_set1_epi32(-8 * lhs.asum[(m + r) * lhs.groups])
+                       : _mm512_load_si512(sums.ints(r, j));
+        },
+        [&](int r, int j, __m512i sum) { _mm512_store_si512(sums.ints(r, j), sum); });
+    return;
+  }
+  // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
+  // integer accumulators of the hot loop. A local array, not `sums`, which the compiler would
+  // have to assume every vector store may alias.
+  alignas(64) float facc[MR][NV * 16];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NV; ++j)
+      _mm512_store_ps(facc[r] + 16 * j,
+                      first ? _mm512_setzero_ps() : _mm512_load_ps(sums.floats(r, j)));
+  auto group_pass = [&](int64_t g, auto fixed_steps) {
+    int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
+    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
+    const uint16_t* scales = panel.group_scales(g) + c0;
+    alignas(64) float d[NV * 16];  // the group's bf16 scales widened once, not once per row
+    for (int j = 0; j < NV; ++j)
+      _mm512_store_ps(d + 16 * j, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                      _mm512_cvtepu16_epi32(_mm256_loadu_si256(
+                                          reinterpret_cast<const __m256i*>(scales + 16 * j))),
+                                      16)));
+    dot_steps<MR, NV, kStream, decltype(fixed_steps)::value, kUnpacked>(
+        (kUnpacked ? unpacked + g * l.full_group_steps * kNr * 8 : panel.group_data(g)) + 4 * c0,
+        l.group_steps(g), q, l.group_begin(g),
+        [&](int r, int) { return _mm512_set1_epi32(start[r]); },
+        [&](int r, int j, __m512i block) {
+          _mm512_store_ps(facc[r] + 16 * j,
+                          _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), _mm512_load_ps(d + 16 * j),
+                                          _mm512_load_ps(facc[r] + 16 * j)));
+        });
+  };
+  const int64_t full_end = std::min(part1, l.groups - 1);  // the last group may be partial
+  auto full_groups = [&](auto fixed_steps) {
+    for (int64_t g = part0; g < full_end; ++g) group_pass(g, fixed_steps);
+  };
+  switch (l.full_group_steps) {
+    case 4:
+      full_groups(std::integral_constant<int, 4>());
+      break;
+    case 8:
+      full_groups(std::integral_constant<int, 8>());
+      break;
+    case 16:
+      full_groups(std::integral_constant<int, 16>());
+      break;
+    default:
+      full_groups(std::integral_constant<int, 0>());
+      break;
+  }
+  if (part1 == l.groups) group_pass(l.groups - 1, std::integral_constant<int, 0>());
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NV; ++j)
+      _mm512_store_ps(sums.floats(r, j), _mm512_load_ps(facc[r] + 16 * j));
+}
+
+// Output rows m..m+MR-1, columns n0 + c0 .. + 16 NV of one panel (n0 = the panel's first) from
+// the sums over the whole of K.
+template <int MR, int NV>
+void finish(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, int64_t c0,
+            const TileSums& sums, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
+  __m512 out[MR][NV];
+  for (int r = 0; r < MR; ++r) {
+    const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
+    for (int j = 0; j < NV; ++j) {
+      if (l.channelwise) {
+        const __m512i zp = _mm512_set1_epi32(lhs.zp[m + r]);
+        const __m512i column_sums = _mm512_loadu_si512(panel.column_sums() + c0 + 16 * j);
+        const __m512i u = _mm512_sub_epi32(_mm512_load_si512(sums.ints(r, j)),
+                                           _mm512_mullo_epi32(zp, column_sums));
         const __m512 sp = _mm512_mul_ps(_mm512_loadu_ps(panel.scales() + c0 + 16 * j), recip);
         out[r][j] = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(u), sp),
                                   _mm512_loadu_ps(panel.cw_bias() + c0 + 16 * j));
-      }
-    }
-  } else {
-    // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
-    // integer accumulators of the hot loop.
-    alignas(64) float facc[MR][NV * 16] = {};
-    auto group_pass = [&](int64_t g, auto fixed_steps) {
-      int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
-      for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
-      const uint16_t* scales = panel.group_scales(g) + c0;
-      alignas(64) float d[NV * 16];  // the group's bf16 scales widened once, not once per row
-      for (int j = 0; j < NV; ++j)
-        _mm512_store_ps(d + 16 * j, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                        _mm512_cvtepu16_epi32(_mm256_loadu_si256(
-                                            reinterpret_cast<const __m256i*>(scales + 16 * j))),
-                                        16)));
-      dot_steps<MR, NV, kStream, decltype(fixed_steps)::value, kUnpacked>(
-          (kUnpacked ? unpacked + g * l.full_group_steps * kNr * 8 : panel.group_data(g)) + 4 * c0,
-          l.group_steps(g), q, l.group_begin(g), start, [&](int r, int j, __m512i block) {
-            _mm512_store_ps(facc[r] + 16 * j,
-                            _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), _mm512_load_ps(d + 16 * j),
-                                            _mm512_load_ps(facc[r] + 16 * j)));
-          });
-    };
-    auto full_groups = [&](auto fixed_steps) {
-      for (int64_t g = 0; g + 1 < l.groups; ++g) group_pass(g, fixed_steps);
-    };
-    switch (l.full_group_steps) {
-      case 4:
-        full_groups(std::integral_constant<int, 4>());
-        break;
-      case 8:
-        full_groups(std::integral_constant<int, 8>());
-        break;
-      case 16:
-        full_groups(std::integral_constant<int, 16>());
-        break;
-      default:
-        full_groups(std::integral_constant<int, 0>());
-        break;
-    }
-    group_pass(l.groups - 1, std::integral_constant<int, 0>());  // may be partial
-    for (int r = 0; r < MR; ++r) {
-      const __m512 neg_zp = _mm512_set1_ps(static_cast<float>(-lhs.zp[m + r]));
-      const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
-      for (int j = 0; j < NV; ++j) {
+      } else {
+        const __m512 neg_zp = _mm512_set1_ps(static_cast<float>(-lhs.zp[m + r]));
         const __m512 acc_final = _mm512_fmadd_ps(_mm512_loadu_ps(panel.row_sums() + c0 + 16 * j),
-                                                 neg_zp, _mm512_load_ps(facc[r] + 16 * j));
+                                                 neg_zp, _mm512_load_ps(sums.floats(r, j)));
         out[r][j] = _mm512_add_ps(_mm512_mul_ps(acc_final, recip),
                                   _mm512_loadu_ps(panel.gw_bias() + c0 + 16 * j));
       }
@@ -247,6 +278,29 @@ void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, cons
   }
 }
 
+// The parts of K a layout's sums run over: steps when channelwise, groups when groupwise.
+int64_t k_parts(const Layout& l) { return l.channelwise ? l.full_group_steps : l.groups; }
+
+// Output rows m..m+MR-1, columns n0 + 16 j0 .. + 16 NV of one panel, all of K in one pass.
+template <int MR, int NV, bool kStream, bool kUnpacked>
+void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, const QuantizedLhs& lhs,
+          int64_t m, int j0, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
+  alignas(64) int32_t buffer[MR * NV * 16];
+  const TileSums sums{buffer, NV * 16};
+  const int64_t c0 = 16 * j0;
+  accumulate<MR, NV, kStream, kUnpacked>(l, panel, unpacked, lhs, m, c0, 0, k_parts(l), true, sums);
+  finish<MR, NV>(l, panel, lhs, m, c0, sums, y, ldy, n0, e);
+}
+
+// f(std::integral_constant<int, rows>) for a run-time rows in 1..Rows.
+template <int Rows, class F>
+void with_rows(int64_t rows, F&& f) {
+  if constexpr (Rows > 0) {
+    if (rows != Rows) return with_rows<Rows - 1>(rows, f);
+    f(std::integral_constant<int, Rows>());
+  }
+}
+
 // Prefill tiles re-read a panel from L2 for every group of rows. VPDPBUSD shares its execution
 // ports with the nibble unpack, so the panel is unpacked into scratch once (unpack_panel) when it
 // fits, and tiles load ready planes. Tall tiles (8 rows x 32 columns: each unpacked vector feeds 8
@@ -258,13 +312,11 @@ template <int Rows, int Vectors, bool kStream, bool kUnpacked = false>
 void tile_rows(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
                const QuantizedLhs& lhs, int64_t m, int64_t rows, float* y, int64_t ldy, int64_t n0,
                kernels::Epilogue e) {
-  if constexpr (Rows > 0) {
-    if (rows != Rows)
-      return tile_rows<Rows - 1, Vectors, kStream, kUnpacked>(l, panel, unpacked, lhs, m, rows, y,
-                                                              ldy, n0, e);
+  with_rows<Rows>(rows, [&](auto r) {
     for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += Vectors)
-      tile<Rows, Vectors, kStream, kUnpacked>(l, panel, unpacked, lhs, m, j0, y, ldy, n0, e);
-  }
+      tile<decltype(r)::value, Vectors, kStream, kUnpacked>(l, panel, unpacked, lhs, m, j0, y, ldy,
+                                                            n0, e);
+  });
 }
 
 // Splits a panel's nibbles into low and high planes (steps x [lo 4 nr bytes][hi 4 nr bytes]) so
@@ -289,15 +341,18 @@ constexpr int64_t kMaxUnpackedBytes = int64_t{2} << 20;
 
 int64_t unpacked_bytes(const Layout& l) { return l.panel_steps() * kNr * 8; }
 
-// Decode batches up to this many rows are bound by memory: the first kStreamedRows rows run the
-// decode tile (unpacking in its loop), which streams the panel with prefetch; the other rows
-// re-read it from L1/L2 in tall tiles (8 x 32), which unpack each nibble vector for 8 rows: the
-// unpack shares its ports with VPDPBUSD on Intel cores. Unpacking into scratch first would stream
-// the panel without overlapping the arithmetic.
-constexpr int64_t kBatchRows = 16;
-// Five rows (a draft of four verified with its last token) in one streamed pass: 20 accumulators
-// and a step's 8 nibble planes still fit the 32 registers.
+// Decode: up to kStreamedRows rows run one tile (unpacking in its loop) that streams the panel
+// with prefetch: 5 rows (a draft of four verified with its last token) make 20 accumulators, and
+// a step's 8 nibble planes still fit the 32 registers.
 constexpr int kStreamedRows = 5;
+// Decode batches of more rows, up to kBatchRows, run 8 x 32 tiles (each unpacked vector feeds 8
+// VPDPBUSD: the unpack shares its ports with VPDPBUSD on Intel cores) a chunk of K at a time,
+// every row's tiles over one chunk before the next, their sums waiting in L1 between chunks: the
+// chunk is read from memory once, and its prefetch, ahead of the first row block, overlaps the
+// arithmetic of all the rows rather than of the first few.
+constexpr int64_t kBatchRows = 16;
+// Steps of 8 k per chunk: the prefetch distance, so that one chunk's tiles fetch the next.
+constexpr int64_t kChunkSteps = kPrefetchBytes / (kNr * 4);
 
 int64_t scratch_bytes(const Layout& l, int64_t rows) {
   const int64_t bytes = unpacked_bytes(l);
@@ -314,17 +369,48 @@ void prefill_panel(const Layout& l, const PanelView& panel, const uint8_t* unpac
                                       ldy, n0, e);
 }
 
+// A decode batch of more than kStreamedRows rows over one panel, K a chunk at a time.
+void batch_panel(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m0,
+                 int64_t m1, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
+  alignas(64) int32_t buffer[kBatchRows * kNr];
+  const int64_t parts = k_parts(l);
+  const int64_t per_chunk =
+      l.channelwise ? kChunkSteps : std::max<int64_t>(1, kChunkSteps / l.full_group_steps);
+  const auto sums_of = [&](int64_t m, int64_t c0) {
+    return TileSums{buffer + (m - m0) * kNr + c0, kNr};
+  };
+  for (int64_t part0 = 0; part0 < parts; part0 += per_chunk) {
+    const int64_t part1 = std::min(parts, part0 + per_chunk);
+    for (int64_t m = m0; m < m1; m += 8) {
+      with_rows<8>(std::min<int64_t>(8, m1 - m), [&](auto r) {
+        constexpr int kRows = decltype(r)::value;
+        for (int64_t c0 = 0; c0 < kNr && n0 + c0 < l.n; c0 += 32) {
+          if (m == m0)
+            accumulate<kRows, 2, true, false>(l, panel, nullptr, lhs, m, c0, part0, part1,
+                                              part0 == 0, sums_of(m, c0));
+          else
+            accumulate<kRows, 2, false, false>(l, panel, nullptr, lhs, m, c0, part0, part1,
+                                               part0 == 0, sums_of(m, c0));
+        }
+      });
+    }
+  }
+  for (int64_t m = m0; m < m1; m += 8)
+    with_rows<8>(std::min<int64_t>(8, m1 - m), [&](auto r) {
+      for (int64_t c0 = 0; c0 < kNr && n0 + c0 < l.n; c0 += 32)
+        finish<decltype(r)::value, 2>(l, panel, lhs, m, c0, sums_of(m, c0), y, ldy, n0, e);
+    });
+}
+
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
          int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, uint8_t* scratch) {
   for (int64_t p = p0; p < p1; ++p) {
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
-    if (m1 - m0 <= kBatchRows) {  // decode: the panel streamed from memory once for all rows
-      const int64_t streamed = std::min<int64_t>(kStreamedRows, m1 - m0);
-      tile_rows<kStreamedRows, kVectors, true>(l, panel, nullptr, lhs, m0, streamed, y, ldy, n0, e);
-      for (int64_t m = m0 + streamed; m < m1; m += 8)
-        tile_rows<8, 2, false>(l, panel, nullptr, lhs, m, std::min<int64_t>(8, m1 - m), y, ldy, n0,
-                               e);
+    if (m1 - m0 <= kStreamedRows) {
+      tile_rows<kStreamedRows, kVectors, true>(l, panel, nullptr, lhs, m0, m1 - m0, y, ldy, n0, e);
+    } else if (m1 - m0 <= kBatchRows) {
+      batch_panel(l, panel, lhs, m0, m1, y, ldy, n0, e);
     } else if (scratch != nullptr) {
       unpack_panel(l, panel, scratch);
       prefill_panel<true>(l, panel, scratch, lhs, m0, m1, y, ldy, n0, e);
