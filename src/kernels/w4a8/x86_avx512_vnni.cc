@@ -369,7 +369,22 @@ void prefill_panel(const Layout& l, const PanelView& panel, const uint8_t* unpac
                                       ldy, n0, e);
 }
 
-// A decode batch of more than kStreamedRows rows over one panel, K a chunk at a time.
+// f(integral_constant rows, integral_constant vectors, c0) for the tiles of one row block of a
+// decode batch: 8 x 32 tiles, or for a block of at most kStreamedRows rows one 64-column tile
+// (each unpacked vector then feeds as many VPDPBUSD as the rows allow).
+template <class F>
+void batch_block_tiles(const Layout& l, int64_t rows, int64_t n0, F&& f) {
+  with_rows<8>(rows, [&](auto r) {
+    constexpr int kRows = decltype(r)::value;
+    constexpr int kVectorsPerTile = kRows <= kStreamedRows ? kVectors : 2;
+    for (int64_t c0 = 0; c0 < kNr && n0 + c0 < l.n; c0 += 16 * kVectorsPerTile)
+      f(r, std::integral_constant<int, kVectorsPerTile>(), c0);
+  });
+}
+
+// A decode batch of more than kStreamedRows rows over one panel, K a chunk at a time. Every row
+// block prefetches ahead: the later blocks' prefetches find the lines on their way, and keep the
+// reads going while those blocks compute.
 void batch_panel(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m0,
                  int64_t m1, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
   alignas(64) int32_t buffer[kBatchRows * kNr];
@@ -381,24 +396,16 @@ void batch_panel(const Layout& l, const PanelView& panel, const QuantizedLhs& lh
   };
   for (int64_t part0 = 0; part0 < parts; part0 += per_chunk) {
     const int64_t part1 = std::min(parts, part0 + per_chunk);
-    for (int64_t m = m0; m < m1; m += 8) {
-      with_rows<8>(std::min<int64_t>(8, m1 - m), [&](auto r) {
-        constexpr int kRows = decltype(r)::value;
-        for (int64_t c0 = 0; c0 < kNr && n0 + c0 < l.n; c0 += 32) {
-          if (m == m0)
-            accumulate<kRows, 2, true, false>(l, panel, nullptr, lhs, m, c0, part0, part1,
-                                              part0 == 0, sums_of(m, c0));
-          else
-            accumulate<kRows, 2, false, false>(l, panel, nullptr, lhs, m, c0, part0, part1,
-                                               part0 == 0, sums_of(m, c0));
-        }
+    for (int64_t m = m0; m < m1; m += 8)
+      batch_block_tiles(l, std::min<int64_t>(8, m1 - m), n0, [&](auto r, auto v, int64_t c0) {
+        accumulate<decltype(r)::value, decltype(v)::value, true, false>(
+            l, panel, nullptr, lhs, m, c0, part0, part1, part0 == 0, sums_of(m, c0));
       });
-    }
   }
   for (int64_t m = m0; m < m1; m += 8)
-    with_rows<8>(std::min<int64_t>(8, m1 - m), [&](auto r) {
-      for (int64_t c0 = 0; c0 < kNr && n0 + c0 < l.n; c0 += 32)
-        finish<decltype(r)::value, 2>(l, panel, lhs, m, c0, sums_of(m, c0), y, ldy, n0, e);
+    batch_block_tiles(l, std::min<int64_t>(8, m1 - m), n0, [&](auto r, auto v, int64_t c0) {
+      finish<decltype(r)::value, decltype(v)::value>(l, panel, lhs, m, c0, sums_of(m, c0), y, ldy,
+                                                     n0, e);
     });
 }
 
