@@ -345,12 +345,13 @@ int64_t unpacked_bytes(const Layout& l) { return l.panel_steps() * kNr * 8; }
 // with prefetch: 5 rows (a draft of four verified with its last token) make 20 accumulators, and
 // a step's 8 nibble planes still fit the 32 registers.
 constexpr int kStreamedRows = 5;
-// Decode batches of more rows, up to kBatchRows, run 8 x 32 tiles (each unpacked vector feeds 8
-// VPDPBUSD: the unpack shares its ports with VPDPBUSD on Intel cores) a chunk of K at a time,
-// every row's tiles over one chunk before the next, their sums waiting in L1 between chunks: the
-// chunk is read from memory once, and its prefetch, ahead of the first row block, overlaps the
-// arithmetic of all the rows rather than of the first few.
-constexpr int64_t kBatchRows = 16;
+// Calls of more rows, up to kBatchRows (decode batches, short prompts, a mixture's experts), run
+// 8 x 32 tiles (each unpacked vector feeds 8 VPDPBUSD: the unpack shares its ports with VPDPBUSD
+// on Intel cores) a chunk of K at a time, every row's tiles over one chunk before the next, their
+// sums waiting in L1 between chunks: the chunk is read from memory once, and its prefetch
+// overlaps the arithmetic of all the rows. Past kBatchRows, unpacking each panel once into
+// scratch saves more than the overlap.
+constexpr int64_t kBatchRows = 48;
 // Steps of 8 k per chunk: the prefetch distance, so that one chunk's tiles fetch the next.
 constexpr int64_t kChunkSteps = kPrefetchBytes / (kNr * 4);
 
