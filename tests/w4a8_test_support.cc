@@ -175,6 +175,11 @@ std::vector<W4A8Case> w4a8_cases() {
   cases.push_back(strided);
   strided.group = 0;
   cases.push_back(strided);
+  // Decode batches over K of several chunks (the x86 kernels run 6-48 or 5-16 rows a chunk of K
+  // at a time, 2-4 KiB of a panel's nibbles), the last chunk and the last group partial.
+  for (int64_t m : {6, 13})
+    for (int64_t group : {0, 32, 128})
+      cases.push_back({m, 70, 1100, group, true, ScaleType::bf16, Input::values, Rows::random});
   // K past the bound up to which prefill kernels unpack a panel into scratch (avx512_vnni:
   // K <= 32768, avx2: K <= 16384), with enough rows for prefill (> 16): they must take their
   // plain path and agree all the same.

@@ -6,7 +6,7 @@
 //
 // A variant has two names: `name`, the ISA, which DQ4_ISA uses ("avx512_vnni"), and `variant`,
 // what it computes, spelled <activations>_<weights>_<output>_<isa>_<tiles> with KleidiAI's type
-// names ("qai8dx_qsi4_f32_avx512vnni_4x64_8x32": int8 activations quantized per row, signed int4
+// names ("qai8dx_qsi4_f32_avx512vnni_5x64_8x32": int8 activations quantized per row, signed int4
 // weights, f32 out; rows x columns of its tiles), which `dq4 info` and the benchmarks print.
 //
 // DQ4_ISA is a comma-separated list of entries, each `<kernel>` or `<family>:<kernel>`:

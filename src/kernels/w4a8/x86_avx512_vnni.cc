@@ -435,7 +435,7 @@ bool supported(const CpuFeatures& f) {
 }  // namespace
 
 extern const Kernel kAvx512VnniKernel = {"avx512_vnni",
-                                         "qai8dx_qsi4_f32_avx512vnni_4x64_8x32",
+                                         "qai8dx_qsi4_f32_avx512vnni_5x64_8x32",
                                          "avx512f+avx512bw+avx512vl+avx512_vnni",
                                          kNr,
                                          supported,

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstring>
+#include <type_traits>
 
 #include "kernel.h"
 #include "qai8dx.h"
@@ -161,18 +162,17 @@ __attribute__((always_inline)) inline void for_steps(const uint8_t* w, int64_t p
   }
 }
 
-// Integer dot products start[r] + sum(a * u) of MR rows with the 16 columns over `steps` steps of
-// 8 k from k0, handed to finish(r, j, sums of columns 8j..8j+7) while still in registers.
-template <class Dot, int MR, Read kRead, class Finish>
+// Integer dot products init(r, j) + sum(a * u) of MR rows with the 16 columns over `steps` steps
+// of 8 k from k0, handed to finish(r, j, sums of columns 8j..8j+7) while still in registers.
+template <class Dot, int MR, Read kRead, class Init, class Finish>
 __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t prefetch,
                                                      int64_t steps, const int8_t* const* q,
-                                                     int64_t k0, const int32_t* start,
-                                                     Finish&& finish) {
+                                                     int64_t k0, Init&& init, Finish&& finish) {
   __m256i acc[MR][kVectors];
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
-    for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm256_set1_epi32(start[r]);
+    for (int j = 0; j < kVectors; ++j) acc[r][j] = init(r, j);
   for_steps<MR, kRead>(w, prefetch, steps, q, k0, acc, Dot::step);
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
@@ -209,35 +209,35 @@ __attribute__((always_inline)) inline void block_pair_sums(const uint8_t* w, int
 // dot_steps' contract on whole 32-k blocks (`steps` a multiple of 4, as every group and the
 // channelwise K are). A Dot with int16 pair sums widens once per block: straight into finish for
 // a single block (group 32), else into int32 sums kept in L1 (registers hold the int16 ones).
-// kLaneStart (a single block): start[r] is not added after widening but holds the two int16
-// lanes the block's sums start from (QuantizedLhs::block_lane_corrections): one broadcast per
-// row instead of an add per row and vector.
-template <class Dot, int MR, Read kRead, bool kLaneStart, class Finish>
+// init(r, j): the sums' start (a vector of int32). kLaneStart (a single block, the same start
+// for every j of a row): init is not added after widening but holds the two int16 lanes the
+// block's sums start from (QuantizedLhs::block_lane_corrections): one broadcast per row instead
+// of an add per row and vector.
+template <class Dot, int MR, Read kRead, bool kLaneStart, class Init, class Finish>
 __attribute__((always_inline)) inline void dot(const uint8_t* w, int64_t prefetch, int64_t steps,
-                                               const int8_t* const* q, int64_t k0,
-                                               const int32_t* start, Finish&& finish) {
+                                               const int8_t* const* q, int64_t k0, Init&& init,
+                                               Finish&& finish) {
   if constexpr (!Dot::kPairSums) {
-    dot_steps<Dot, MR, kRead>(w, prefetch, steps, q, k0, start, finish);
+    dot_steps<Dot, MR, kRead>(w, prefetch, steps, q, k0, init, finish);
   } else if (steps == 4) {
-    __m256i init[MR], sums[MR][kVectors];
+    __m256i lanes[MR], sums[MR][kVectors];
 #pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r)
-      init[r] = kLaneStart ? _mm256_set1_epi32(start[r]) : _mm256_setzero_si256();
-    block_pair_sums<Dot, MR, kRead>(w, prefetch, q, k0, init, sums);
+    for (int r = 0; r < MR; ++r) lanes[r] = kLaneStart ? init(r, 0) : _mm256_setzero_si256();
+    block_pair_sums<Dot, MR, kRead>(w, prefetch, q, k0, lanes, sums);
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
       for (int j = 0; j < kVectors; ++j)
         finish(r, j,
                kLaneStart ? Dot::widen(sums[r][j])
-                          : _mm256_add_epi32(Dot::widen(sums[r][j]), _mm256_set1_epi32(start[r])));
+                          : _mm256_add_epi32(Dot::widen(sums[r][j]), init(r, j)));
   } else {
     alignas(32) int32_t acc[MR][kNr];
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
       for (int j = 0; j < kVectors; ++j)
-        _mm256_store_si256(reinterpret_cast<__m256i*>(acc[r] + 8 * j), _mm256_set1_epi32(start[r]));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(acc[r] + 8 * j), init(r, j));
     const __m256i zero[MR] = {};
     for (int64_t b = 0; b < steps / 4; ++b) {
       __m256i sums[MR][kVectors];
@@ -273,22 +273,35 @@ struct TileWeights {
   }
 };
 
-// Groupwise: facc[r] += the scaled integer sums of every group, in group order.
+// A tile's running sums between parts of K, 32-byte aligned, `ld` elements from one row to the
+// next: per row and column sum a*q so far (int32) when channelwise, the group sums times their
+// scales so far (f32) when groupwise.
+struct TileSums {
+  void* data;
+  int64_t ld;
+  __m256i* ints(int r, int j) const {
+    return reinterpret_cast<__m256i*>(static_cast<int32_t*>(data) + r * ld + 8 * j);
+  }
+  float* floats(int r, int j) const { return static_cast<float*>(data) + r * ld + 8 * j; }
+};
+
+// Groupwise: facc[r] += the scaled integer sums of groups [g0, g1), in group order.
 // sum a*u - 8 sum a = sum a*q over a group: with kLaneStart (group 32 on int16 pair sums) the
 // block's lanes start from the -8 sum a, else it is added after widening.
 template <class Dot, int MR, Read kRead, bool kLaneStart>
 __attribute__((always_inline)) inline void group_sums(const Layout& l, const TileWeights& w,
                                                       const QuantizedLhs& lhs, int64_t m,
-                                                      const int8_t* const* q,
-                                                      float (&facc)[MR][kNr]) {
-  for (int64_t g = 0; g < l.groups; ++g) {
+                                                      const int8_t* const* q, int64_t g0,
+                                                      int64_t g1, float (&facc)[MR][kNr]) {
+  for (int64_t g = g0; g < g1; ++g) {
     int32_t start[MR];
     for (int r = 0; r < MR; ++r)
       start[r] = kLaneStart ? lhs.block_lane_corrections[(m + r) * l.groups + g]
                             : -8 * lhs.asum[(m + r) * lhs.groups + g];
     const uint16_t* scales = w.panel.group_scales(g);
     dot<Dot, MR, kRead, kLaneStart>(
-        w.group<kRead>(l, g), w.prefetch, l.group_steps(g), q, l.group_begin(g), start,
+        w.group<kRead>(l, g), w.prefetch, l.group_steps(g), q, l.group_begin(g),
+        [&](int r, int) { return _mm256_set1_epi32(start[r]); },
         [&](int r, int j, __m256i block) {
           _mm256_store_ps(facc[r] + 8 * j,
                           _mm256_fmadd_ps(_mm256_cvtepi32_ps(block), load_bf16(scales + 8 * j),
@@ -297,47 +310,67 @@ __attribute__((always_inline)) inline void group_sums(const Layout& l, const Til
   }
 }
 
+// The parts of K a layout's sums run over: steps of 8 k when channelwise, groups when groupwise.
+inline int64_t k_parts(const Layout& l) { return l.channelwise ? l.full_group_steps : l.groups; }
+
+// Adds the products of rows m..m+MR-1 with the panel's 16 columns over parts [part0, part1) of K
+// (k_parts) to `sums`. `first`: the sums start here (from -8 sum a, which turns sum a*u into
+// sum a*q, or from 0). Channelwise parts are whole 32-k blocks, as dot() needs.
 template <class Dot, int MR, Read kRead>
-void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_t m, float* y,
-          int64_t ldy, int64_t n0, kernels::Epilogue e) {
-  const PanelView& panel = w.panel;
+void accumulate(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_t m,
+                int64_t part0, int64_t part1, bool first, const TileSums& sums) {
   const int8_t* q[MR];
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
-  __m256 out[MR][kVectors];
   if (l.channelwise) {
-    int32_t start[MR];  // sum a*u - 8 sum a = sum a*q
-    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups];
     dot<Dot, MR, kRead, false>(
-        w.group<kRead>(l, 0), w.prefetch, l.full_group_steps, q, 0, start,
-        [&](int r, int j, __m256i sum) {
-          const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
-          const __m256i sums =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
-          const __m256i u = _mm256_sub_epi32(sum, _mm256_mullo_epi32(zp, sums));
-          const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j),
-                                          _mm256_set1_ps(lhs.recip[m + r]));
-          out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
-                                    _mm256_loadu_ps(panel.cw_bias() + 8 * j));
-        });
-  } else {
-    // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
-    // integer accumulators of the hot loop.
-    alignas(32) float facc[MR][kNr];
-    // Vector stores: `= {}` compiles to REP STOSQ, whose start-up alone costs several percent.
+        w.group<kRead>(l, 0) + part0 * kStepBytes<kRead>, w.prefetch, part1 - part0, q, 8 * part0,
+        [&](int r, int j) {
+          return first ? _mm256_set1_epi32(-8 * lhs.asum[(m + r) * lhs.groups])
+                       : _mm256_load_si256(sums.ints(r, j));
+        },
+        [&](int r, int j, __m256i sum) { _mm256_store_si256(sums.ints(r, j), sum); });
+    return;
+  }
+  // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
+  // integer accumulators of the hot loop. A local array, not `sums`, which the compiler would
+  // have to assume every vector store may alias.
+  alignas(32) float facc[MR][kNr];
 #pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r)
+  for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
-      for (int j = 0; j < kVectors; ++j) _mm256_store_ps(facc[r] + 8 * j, _mm256_setzero_ps());
-    if (Dot::kPairSums && l.group == 32 && lhs.block_lane_corrections != nullptr)
-      group_sums<Dot, MR, kRead, true>(l, w, lhs, m, q, facc);
-    else
-      group_sums<Dot, MR, kRead, false>(l, w, lhs, m, q, facc);
-    for (int r = 0; r < MR; ++r) {
-      const __m256 neg_zp = _mm256_set1_ps(static_cast<float>(-lhs.zp[m + r]));
-      const __m256 recip = _mm256_set1_ps(lhs.recip[m + r]);
-      for (int j = 0; j < kVectors; ++j) {
+    for (int j = 0; j < kVectors; ++j)
+      _mm256_store_ps(facc[r] + 8 * j,
+                      first ? _mm256_setzero_ps() : _mm256_load_ps(sums.floats(r, j)));
+  if (Dot::kPairSums && l.group == 32 && lhs.block_lane_corrections != nullptr)
+    group_sums<Dot, MR, kRead, true>(l, w, lhs, m, q, part0, part1, facc);
+  else
+    group_sums<Dot, MR, kRead, false>(l, w, lhs, m, q, part0, part1, facc);
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < kVectors; ++j)
+      _mm256_store_ps(sums.floats(r, j), _mm256_load_ps(facc[r] + 8 * j));
+}
+
+// Output rows m..m+MR-1 of the panel's columns from the sums over the whole of K.
+template <int MR>
+void finish(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m,
+            const TileSums& sums, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
+  __m256 out[MR][kVectors];
+  for (int r = 0; r < MR; ++r) {
+    const __m256 recip = _mm256_set1_ps(lhs.recip[m + r]);
+    for (int j = 0; j < kVectors; ++j) {
+      if (l.channelwise) {
+        const __m256i zp = _mm256_set1_epi32(lhs.zp[m + r]);
+        const __m256i column_sums =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel.column_sums() + 8 * j));
+        const __m256i u = _mm256_sub_epi32(_mm256_load_si256(sums.ints(r, j)),
+                                           _mm256_mullo_epi32(zp, column_sums));
+        const __m256 sp = _mm256_mul_ps(_mm256_loadu_ps(panel.scales() + 8 * j), recip);
+        out[r][j] = _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(u), sp),
+                                  _mm256_loadu_ps(panel.cw_bias() + 8 * j));
+      } else {
+        const __m256 neg_zp = _mm256_set1_ps(static_cast<float>(-lhs.zp[m + r]));
         const __m256 acc = _mm256_fmadd_ps(_mm256_loadu_ps(panel.row_sums() + 8 * j), neg_zp,
-                                           _mm256_load_ps(facc[r] + 8 * j));
+                                           _mm256_load_ps(sums.floats(r, j)));
         out[r][j] =
             _mm256_add_ps(_mm256_mul_ps(acc, recip), _mm256_loadu_ps(panel.gw_bias() + 8 * j));
       }
@@ -362,20 +395,37 @@ void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_
   }
 }
 
+// Output rows m..m+MR-1 of the panel's columns, all of K in one pass.
+template <class Dot, int MR, Read kRead>
+void tile(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_t m, float* y,
+          int64_t ldy, int64_t n0, kernels::Epilogue e) {
+  alignas(32) int32_t buffer[MR * kNr];
+  const TileSums sums{buffer, kNr};
+  accumulate<Dot, MR, kRead>(l, w, lhs, m, 0, k_parts(l), true, sums);
+  finish<MR>(l, w.panel, lhs, m, sums, y, ldy, n0, e);
+}
+
+// f(std::integral_constant<int, rows>) for a run-time rows in 1..4.
+template <class F>
+void with_rows(int64_t rows, F&& f) {
+  switch (rows) {
+    case 4:
+      return f(std::integral_constant<int, 4>());
+    case 3:
+      return f(std::integral_constant<int, 3>());
+    case 2:
+      return f(std::integral_constant<int, 2>());
+    default:
+      return f(std::integral_constant<int, 1>());
+  }
+}
+
 // tile<Dot, rows, kRead> for a run-time rows in 1..4.
 template <class Dot, Read kRead>
 void tile_rows(const Layout& l, const TileWeights& w, const QuantizedLhs& lhs, int64_t m,
                int64_t rows, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
-  switch (rows) {
-    case 4:
-      return tile<Dot, 4, kRead>(l, w, lhs, m, y, ldy, n0, e);
-    case 3:
-      return tile<Dot, 3, kRead>(l, w, lhs, m, y, ldy, n0, e);
-    case 2:
-      return tile<Dot, 2, kRead>(l, w, lhs, m, y, ldy, n0, e);
-    default:
-      return tile<Dot, 1, kRead>(l, w, lhs, m, y, ldy, n0, e);
-  }
+  with_rows(rows,
+            [&](auto r) { tile<Dot, decltype(r)::value, kRead>(l, w, lhs, m, y, ldy, n0, e); });
 }
 
 // Splits a panel's nibbles into planes, step by step: [lo: 16 columns x 4 bytes][hi: the same].
@@ -412,6 +462,40 @@ inline int64_t scratch_bytes(const Layout& l, int64_t rows) {
   return rows > kUnpackRows && !group32 && bytes <= kMaxPlanesBytes ? bytes : 0;
 }
 
+// Decode batches of 5 to chunked_rows<Dot> rows run K a chunk at a time: every 4-row tile over
+// one chunk (all prefetching ahead: the later tiles' prefetches find the lines on their way)
+// before the next chunk, the sums waiting in L1 between chunks, so that the chunk's read from
+// memory overlaps the arithmetic of all the rows rather than the first tile's. A chunk is the
+// prefetch distance, so that one chunk's tiles fetch the next; whole 32-k blocks.
+constexpr int64_t kChunkSteps = kPrefetchBytes / (kNr * 4);
+static_assert(kChunkSteps % 4 == 0);
+// On int16 pair sums (AVX2) the arithmetic is the bound from 8 rows on, and there the whole-panel
+// tiles, the second bringing in the next panel, measured faster for groupwise layouts.
+template <class Dot>
+constexpr int64_t chunked_rows = Dot::kPairSums ? 7 : kUnpackRows;
+
+template <class Dot>
+void batch_panel(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m0,
+                 int64_t m1, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
+  alignas(32) int32_t buffer[kUnpackRows * kNr];
+  const int64_t parts = k_parts(l);
+  const int64_t per_chunk =
+      l.channelwise ? kChunkSteps : std::max<int64_t>(1, kChunkSteps / l.full_group_steps);
+  const TileWeights w{panel, nullptr, kPrefetchBytes};
+  for (int64_t part0 = 0; part0 < parts; part0 += per_chunk) {
+    const int64_t part1 = std::min(parts, part0 + per_chunk);
+    for (int64_t m = m0; m < m1; m += 4)
+      with_rows(std::min<int64_t>(4, m1 - m), [&](auto r) {
+        accumulate<Dot, decltype(r)::value, Read::nibbles_prefetching>(
+            l, w, lhs, m, part0, part1, part0 == 0, {buffer + (m - m0) * kNr, kNr});
+      });
+  }
+  for (int64_t m = m0; m < m1; m += 4)
+    with_rows(std::min<int64_t>(4, m1 - m), [&](auto r) {
+      finish<decltype(r)::value>(l, panel, lhs, m, {buffer + (m - m0) * kNr, kNr}, y, ldy, n0, e);
+    });
+}
+
 template <class Dot>
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
          int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, uint8_t* scratch) {
@@ -423,6 +507,10 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
       for (int64_t m = m0; m < m1; m += 4)
         tile_rows<Dot, Read::planes>(l, {panel, scratch, 0}, lhs, m, std::min<int64_t>(4, m1 - m),
                                      y, ldy, n0, e);
+      continue;
+    }
+    if (m1 - m0 > 4 && m1 - m0 <= chunked_rows<Dot>) {
+      batch_panel<Dot>(l, panel, lhs, m0, m1, y, ldy, n0, e);
       continue;
     }
     // Every 4-row tile reads the whole panel. Panel outer, rows inner: the weights are read from
