@@ -18,9 +18,12 @@ namespace {
 
 constexpr int kNr = 64;
 constexpr int kVectors = kNr / 16;
-// Decode streams weights from DRAM once: prefetching this far ahead keeps enough lines in flight
-// for one core to approach the memory bandwidth. Prefill re-reads panels from L2 and skips it.
-constexpr int kPrefetchBytes = 4096;
+// Decode streams weights from DRAM once, prefetching this many bytes ahead: enough lines in flight
+// for one core to approach the memory bandwidth, and few enough that the prefetches waiting on
+// memory do not hold up the loads of the lines already there. Decode batches take longer per
+// byte and prefetch further. Prefill re-reads panels from L2 and skips it.
+constexpr int kDecodeAhead = 1536;
+constexpr int kBatchAhead = 4096;
 
 // ---- activation quantization --------------------------------------------------------------
 
@@ -92,8 +95,9 @@ inline int32_t load_dword(const int8_t* p) {
 // 16j..16j+15) while still in registers. With one row the two nibble planes get separate
 // accumulators to hide VPDPBUSD latency. kSteps > 0 fixes the step count at compile time (full
 // groups of 32/64/128) so that the loop unrolls and the accumulators stay put in registers.
-// kUnpacked: w points into unpack_panel's planes instead of the packed nibbles.
-template <int MR, int NV, bool kStream, int kSteps = 0, bool kUnpacked = false, class Init,
+// kUnpacked: w points into unpack_panel's planes instead of the packed nibbles. kAhead > 0:
+// prefetch the nibbles that many bytes ahead (a tile that streams the panel from memory).
+template <int MR, int NV, int kAhead, int kSteps = 0, bool kUnpacked = false, class Init,
           class Finish>
 __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
                                                      const int8_t* const* q, int64_t k0,
@@ -118,8 +122,8 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t s
         lo[j] = _mm512_load_si512(w + 64 * j);
         hi[j] = _mm512_load_si512(w + kNr * 4 + 64 * j);
       } else {
-        if constexpr (kStream)
-          _mm_prefetch(reinterpret_cast<const char*>(w + kPrefetchBytes + 64 * j), _MM_HINT_T0);
+        if constexpr (kAhead > 0)
+          _mm_prefetch(reinterpret_cast<const char*>(w + kAhead + 64 * j), _MM_HINT_T0);
         const __m512i raw = _mm512_load_si512(w + 64 * j);
         lo[j] = _mm512_and_si512(raw, low_mask);
         hi[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
@@ -164,7 +168,7 @@ struct TileSums {
 // Adds the products of rows m..m+MR-1 with columns c0..c0+16NV of one panel over one part of K
 // to `sums`: steps [part0, part1) of 8 k when channelwise, groups [part0, part1) when groupwise.
 // `first`: the sums start here (from -8 sum a, which turns sum a*u into sum a*q, or from 0).
-template <int MR, int NV, bool kStream, bool kUnpacked>
+template <int MR, int NV, int kAhead, bool kUnpacked>
 void accumulate(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
                 const QuantizedLhs& lhs, int64_t m, int64_t c0, int64_t part0, int64_t part1,
                 bool first, const TileSums& sums) {
@@ -172,7 +176,7 @@ void accumulate(const Layout& l, const PanelView& panel, const uint8_t* unpacked
   for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
   if (l.channelwise) {
     const int64_t offset = kUnpacked ? part0 * kNr * 8 : part0 * l.step_bytes;
-    dot_steps<MR, NV, kStream, 0, kUnpacked>(
+    dot_steps<MR, NV, kAhead, 0, kUnpacked>(
         (kUnpacked ? unpacked : panel.group_data(0)) + offset + 4 * c0, part1 - part0, q, 8 * part0,
         [&](int r, int j) {
           return first ? _mm512_set1_epi32(-8 * lhs.asum[(m + r) * lhs.groups])
@@ -199,7 +203,7 @@ void accumulate(const Layout& l, const PanelView& panel, const uint8_t* unpacked
                                       _mm512_cvtepu16_epi32(_mm256_loadu_si256(
                                           reinterpret_cast<const __m256i*>(scales + 16 * j))),
                                       16)));
-    dot_steps<MR, NV, kStream, decltype(fixed_steps)::value, kUnpacked>(
+    dot_steps<MR, NV, kAhead, decltype(fixed_steps)::value, kUnpacked>(
         (kUnpacked ? unpacked + g * l.full_group_steps * kNr * 8 : panel.group_data(g)) + 4 * c0,
         l.group_steps(g), q, l.group_begin(g),
         [&](int r, int) { return _mm512_set1_epi32(start[r]); },
@@ -282,13 +286,13 @@ void finish(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, in
 int64_t k_parts(const Layout& l) { return l.channelwise ? l.full_group_steps : l.groups; }
 
 // Output rows m..m+MR-1, columns n0 + 16 j0 .. + 16 NV of one panel, all of K in one pass.
-template <int MR, int NV, bool kStream, bool kUnpacked>
+template <int MR, int NV, int kAhead, bool kUnpacked>
 void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, const QuantizedLhs& lhs,
           int64_t m, int j0, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
   alignas(64) int32_t buffer[MR * NV * 16];
   const TileSums sums{buffer, NV * 16};
   const int64_t c0 = 16 * j0;
-  accumulate<MR, NV, kStream, kUnpacked>(l, panel, unpacked, lhs, m, c0, 0, k_parts(l), true, sums);
+  accumulate<MR, NV, kAhead, kUnpacked>(l, panel, unpacked, lhs, m, c0, 0, k_parts(l), true, sums);
   finish<MR, NV>(l, panel, lhs, m, c0, sums, y, ldy, n0, e);
 }
 
@@ -308,14 +312,14 @@ void with_rows(int64_t rows, F&& f) {
 // G = 32 too, where a Xeon favoured the wider tile's shared epilogue (docs/kernels.md); 12 x 32
 // or 16 x 16 spill.
 // tile<rows, Vectors, ...> over the panel's columns, for a run-time rows in 1..Rows.
-template <int Rows, int Vectors, bool kStream, bool kUnpacked = false>
+template <int Rows, int Vectors, int kAhead, bool kUnpacked = false>
 void tile_rows(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
                const QuantizedLhs& lhs, int64_t m, int64_t rows, float* y, int64_t ldy, int64_t n0,
                kernels::Epilogue e) {
   with_rows<Rows>(rows, [&](auto r) {
     for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += Vectors)
-      tile<decltype(r)::value, Vectors, kStream, kUnpacked>(l, panel, unpacked, lhs, m, j0, y, ldy,
-                                                            n0, e);
+      tile<decltype(r)::value, Vectors, kAhead, kUnpacked>(l, panel, unpacked, lhs, m, j0, y, ldy,
+                                                           n0, e);
   });
 }
 
@@ -352,8 +356,8 @@ constexpr int kStreamedRows = 5;
 // overlaps the arithmetic of all the rows. Past kBatchRows, unpacking each panel once into
 // scratch saves more than the overlap.
 constexpr int64_t kBatchRows = 48;
-// Steps of 8 k per chunk: the prefetch distance, so that one chunk's tiles fetch the next.
-constexpr int64_t kChunkSteps = kPrefetchBytes / (kNr * 4);
+// Steps of 8 k per chunk (4 KiB of nibbles).
+constexpr int64_t kChunkSteps = 16;
 
 int64_t scratch_bytes(const Layout& l, int64_t rows) {
   const int64_t bytes = unpacked_bytes(l);
@@ -366,8 +370,8 @@ void prefill_panel(const Layout& l, const PanelView& panel, const uint8_t* unpac
                    const QuantizedLhs& lhs, int64_t m0, int64_t m1, float* y, int64_t ldy,
                    int64_t n0, kernels::Epilogue e) {
   for (int64_t m = m0; m < m1; m += 8)
-    tile_rows<8, 2, false, kUnpacked>(l, panel, unpacked, lhs, m, std::min<int64_t>(8, m1 - m), y,
-                                      ldy, n0, e);
+    tile_rows<8, 2, 0, kUnpacked>(l, panel, unpacked, lhs, m, std::min<int64_t>(8, m1 - m), y, ldy,
+                                  n0, e);
 }
 
 // f(integral_constant rows, integral_constant vectors, c0) for the tiles of one row block of a
@@ -399,7 +403,7 @@ void batch_panel(const Layout& l, const PanelView& panel, const QuantizedLhs& lh
     const int64_t part1 = std::min(parts, part0 + per_chunk);
     for (int64_t m = m0; m < m1; m += 8)
       batch_block_tiles(l, std::min<int64_t>(8, m1 - m), n0, [&](auto r, auto v, int64_t c0) {
-        accumulate<decltype(r)::value, decltype(v)::value, true, false>(
+        accumulate<decltype(r)::value, decltype(v)::value, kBatchAhead, false>(
             l, panel, nullptr, lhs, m, c0, part0, part1, part0 == 0, sums_of(m, c0));
       });
   }
@@ -416,7 +420,8 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     const PanelView panel = panel_view(packed, l, p);
     const int64_t n0 = p * kNr;
     if (m1 - m0 <= kStreamedRows) {
-      tile_rows<kStreamedRows, kVectors, true>(l, panel, nullptr, lhs, m0, m1 - m0, y, ldy, n0, e);
+      tile_rows<kStreamedRows, kVectors, kDecodeAhead>(l, panel, nullptr, lhs, m0, m1 - m0, y, ldy,
+                                                       n0, e);
     } else if (m1 - m0 <= kBatchRows) {
       batch_panel(l, panel, lhs, m0, m1, y, ldy, n0, e);
     } else if (scratch != nullptr) {
