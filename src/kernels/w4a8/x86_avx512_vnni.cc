@@ -356,8 +356,9 @@ constexpr int kStreamedRows = 5;
 // overlaps the arithmetic of all the rows. Past kBatchRows, unpacking each panel once into
 // scratch saves more than the overlap.
 constexpr int64_t kBatchRows = 48;
-// Steps of 8 k per chunk (4 KiB of nibbles).
-constexpr int64_t kChunkSteps = 16;
+// Steps of 8 k per chunk: the batch tiles' prefetch distance, so that one chunk's tiles fetch
+// the next.
+constexpr int64_t kChunkSteps = kBatchAhead / (kNr * 4);
 
 int64_t scratch_bytes(const Layout& l, int64_t rows) {
   const int64_t bytes = unpacked_bytes(l);
