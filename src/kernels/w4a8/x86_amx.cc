@@ -113,18 +113,38 @@ struct Avx512Simd {
       }
     }
   }
-  static void accumulate_groups(const int32_t* sums, const float* scale, int groups, int rows,
-                                float* facc, bool first) {
+  // A batch's group count as a template argument: the group loop unrolls and each group's
+  // scales stay in registers over the rows.
+  template <int kGroups>
+  static void accumulate(const int32_t* sums, const float* scale, int rows, float* facc,
+                         bool first) {
+    __m512 d[kGroups][2];
+    for (int i = 0; i < kGroups; ++i)
+      for (int j = 0; j < 2; ++j) d[i][j] = _mm512_loadu_ps(scale + i * kNr + 16 * j);
     for (int r = 0; r < rows; ++r)
       for (int j = 0; j < 2; ++j) {
         float* acc_at = facc + r * 32 + 16 * j;
         __m512 acc = first ? _mm512_setzero_ps() : _mm512_load_ps(acc_at);
-        for (int i = 0; i < groups; ++i)
+        for (int i = 0; i < kGroups; ++i)
           acc = _mm512_fmadd_ps(
               _mm512_cvtepi32_ps(_mm512_load_si512(sums + i * kBlockSums + r * 32 + 16 * j)),
-              _mm512_loadu_ps(scale + i * kNr + 16 * j), acc);
+              d[i][j], acc);
         _mm512_store_ps(acc_at, acc);
       }
+  }
+  static void accumulate_groups(const int32_t* sums, const float* scale, int groups, int rows,
+                                float* facc, bool first) {
+    static_assert(amx_w4a8::kGroupBatch == 4);
+    switch (groups) {
+      case 1:
+        return accumulate<1>(sums, scale, rows, facc, first);
+      case 2:
+        return accumulate<2>(sums, scale, rows, facc, first);
+      case 3:
+        return accumulate<3>(sums, scale, rows, facc, first);
+      default:
+        return accumulate<4>(sums, scale, rows, facc, first);
+    }
   }
   static void finish_groupwise(const float* facc, const BlockOut& o) {
     __m512 row_sums[2], bias[2];
