@@ -66,12 +66,30 @@ std::string requested_kernel(std::string_view family, std::string_view isa_overr
   return qualified.empty() ? plain : qualified;
 }
 
-uint8_t* thread_scratch(size_t bytes) {
-  thread_local AlignedBuffer buffer;
+namespace {
+
+struct ThreadScratch {
+  AlignedBuffer buffer;
+  uint64_t owner = 0;  // the last call's, 0 for the form without one
+  size_t bytes = 0;    // the last call's request
+};
+
+thread_local ThreadScratch scratch;
+
+}  // namespace
+
+uint8_t* thread_scratch(size_t bytes) { return thread_scratch(bytes, 0, nullptr); }
+
+uint8_t* thread_scratch(size_t bytes, uint64_t owner, bool* kept) {
+  ThreadScratch& s = scratch;
+  const bool same = owner != 0 && s.owner == owner && s.bytes == bytes;
   // Grown at least twofold: attention's scratch grows with the context, a little every decode
   // step, and should not be reallocated every step.
-  if (buffer.size() < bytes) buffer = AlignedBuffer(std::max(bytes, 2 * buffer.size()));
-  return buffer.data();
+  if (s.buffer.size() < bytes) s.buffer = AlignedBuffer(std::max(bytes, 2 * s.buffer.size()));
+  s.owner = owner;
+  s.bytes = bytes;
+  if (kept != nullptr) *kept = same;
+  return s.buffer.data();
 }
 
 std::string unsupported_reason(const char* name, const char* needs) {

@@ -149,5 +149,9 @@ void run_matmul(std::string_view function, int64_t m, const CallThreads& threads
 // At least `bytes` of scratch (64-byte aligned) owned by the calling thread and kept for its
 // later calls: kernels never allocate, the driver hands each call the scratch it asks for.
 uint8_t* thread_scratch(size_t bytes);
+// The same for a user that can reuse what it left there: `owner` (nonzero) names the user, and
+// *kept tells whether this thread's previous thread_scratch call, of either form, was by the same
+// owner for the same size (so that nothing else has written the scratch since).
+uint8_t* thread_scratch(size_t bytes, uint64_t owner, bool* kept);
 
 }  // namespace dq4::kernels

@@ -158,6 +158,8 @@ class MatmulTiles {
   int64_t first_row_ = 0;
   MatmulArgs args_;
   TileSplit split_;
+  // Row tile r's scratch owner is first_owner_ + r: unique to this call and these rows.
+  uint64_t first_owner_ = 0;
 };
 
 }  // namespace dq4::w4a8

@@ -15,7 +15,8 @@
 // Activations: the qai8dx int8 rows of a pass (kPassBytes of them) are copied once into tile
 // order, each 16-row tile x K chunk 1 KiB (or 512 bytes) contiguous and zero-padded to 32 rows
 // and 64 k: a row block's slice of a K block is then contiguous in L1 (rows K bytes apart would
-// share its sets) and the padding adds 0.
+// share its sets) and the padding adds 0. The copy stays in the thread's scratch: the next tile
+// of the same rows on the thread (other panels of the same call) reuses it.
 //
 // Tiles: tmm0..3 accumulate 32 rows x 32 columns (2 x 2 of 16 x 16 int32), tmm4/5 hold the two
 // 16-row A blocks, tmm6/7 the two 16-column B blocks: 4 TDPBSSD per 4 tile loads, the most
@@ -311,7 +312,8 @@ void run_tiles(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, 
   const int64_t pass = pass_rows(l, m1 - m0), kpad = padded_k(l);
   for (int64_t mp = m0; mp < m1; mp += pass) {
     const int64_t rows = std::min(pass, m1 - mp);
-    copy_activations(l, lhs, mp, mp + rows, s.a);
+    // One pass: the previous run() of these rows on this thread left the same copy.
+    if (!(lhs.scratch_kept && rows == m1 - m0)) copy_activations(l, lhs, mp, mp + rows, s.a);
     for (int64_t p = p0; p < p1; ++p) {
       const PanelView panel = panel_view(packed, l, p);
       const int64_t halves = std::min<int64_t>(2, (l.n - p * kNr + 31) / 32);

@@ -34,6 +34,10 @@ struct QuantizedLhs {
   // by quantize() when its kernel says so (fills_lane_corrections); null when the activations
   // come from another quantizer, and the kernels then add the correction after widening.
   int32_t* block_lane_corrections = nullptr;
+  // Whether the kernel's scratch still holds what this thread's previous run() left there for
+  // the same rows of the same activations (the same matmul call): a kernel that lays the rows
+  // out anew (the AMX tiles) may reuse that layout instead of copying them again.
+  bool scratch_kept = false;
 };
 
 struct Kernel {

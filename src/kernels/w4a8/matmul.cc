@@ -2,6 +2,7 @@
 // the split of work over the pool.
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -142,6 +143,12 @@ void check_tiles(const PackedWeights& w, const QuantizedActivations& x, int64_t 
                 ", the weights k " + std::to_string(w.k()));
 }
 
+// `count` consecutive scratch owner names no other call has (thread_scratch: 0 names none).
+uint64_t scratch_owners(int64_t count) {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(static_cast<uint64_t>(count), std::memory_order_relaxed);
+}
+
 }  // namespace
 
 MatmulTiles::MatmulTiles(const PackedWeights& w, const QuantizedActivations& x, const MatmulArgs& a)
@@ -149,6 +156,7 @@ MatmulTiles::MatmulTiles(const PackedWeights& w, const QuantizedActivations& x, 
   check_tiles(w, x, 0, a, true);
   const Layout l = make_layout(w.n(), w.k(), w.group_size(), w.kernel().nr);
   split_ = TileSplit::of(a.m, l.panels, kernels::call_threads(a.pool, a.max_threads).count);
+  first_owner_ = scratch_owners(split_.row_tiles);
 }
 
 MatmulTiles::MatmulTiles(const PackedWeights& w, const QuantizedActivations& x, int64_t first_row,
@@ -157,6 +165,7 @@ MatmulTiles::MatmulTiles(const PackedWeights& w, const QuantizedActivations& x, 
   check_tiles(w, x, first_row, a, false);
   const Layout l = make_layout(w.n(), w.k(), w.group_size(), w.kernel().nr);
   split_ = TileSplit::of(a.m, l.panels, kernels::call_threads(a.pool, a.max_threads).count);
+  first_owner_ = scratch_owners(split_.row_tiles);
 }
 
 void MatmulTiles::run(int64_t t) const {
@@ -178,8 +187,13 @@ void MatmulTiles::run(int64_t t) const {
       round_up(kernel.scratch_bytes != nullptr ? kernel.scratch_bytes(l, m1 - m0) : 0, 64);
   const bool block_groups = l.groups == x.blocks_;
   const int64_t sum_bytes = block_groups ? 0 : m1 * l.groups * 4;
+  // Tiles of the same rows that follow one another on a thread find the scratch as the last left
+  // it: the group sums below and the kernel's own layout of the rows need not be made again.
+  bool kept = false;
   uint8_t* scratch = kernel_bytes + sum_bytes > 0
-                         ? kernels::thread_scratch(static_cast<size_t>(kernel_bytes + sum_bytes))
+                         ? kernels::thread_scratch(
+                               static_cast<size_t>(kernel_bytes + sum_bytes),
+                               first_owner_ + static_cast<uint64_t>(m0 / split_.row_block), &kept)
                          : nullptr;
   QuantizedLhs lhs;
   lhs.q = const_cast<int8_t*>(reinterpret_cast<const int8_t*>(base)) + f * x.ldq_;
@@ -193,7 +207,7 @@ void MatmulTiles::run(int64_t t) const {
     // Rows [m0, m1) of an [m1, groups] table, so that the kernels index rows as everywhere else.
     lhs.asum = reinterpret_cast<int32_t*>(scratch + kernel_bytes);
     const int64_t per_group = l.channelwise ? x.blocks_ : l.group / kSumBlock;
-    for (int64_t r = m0; r < m1; ++r) {
+    for (int64_t r = m0; r < m1 && !kept; ++r) {
       const int32_t* row = block_sums + r * x.blocks_;
       for (int64_t g = 0; g < l.groups; ++g) {
         const int64_t b1 = std::min(x.blocks_, (g + 1) * per_group);
@@ -208,6 +222,7 @@ void MatmulTiles::run(int64_t t) const {
           ? const_cast<int32_t*>(reinterpret_cast<const int32_t*>(base + x.corrections_offset_)) +
                 f * x.blocks_
           : nullptr;
+  lhs.scratch_kept = kept;
   kernel.run(l, w.data(), lhs, m0, m1, p0, p1, args_.y, args_.ldy, kernels::epilogue_of(args_),
              kernel_bytes > 0 ? scratch : nullptr);
 }
