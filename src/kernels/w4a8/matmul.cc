@@ -143,6 +143,21 @@ void check_tiles(const PackedWeights& w, const QuantizedActivations& x, int64_t 
                 ", the weights k " + std::to_string(w.k()));
 }
 
+// Rows [m0, m1) of `asum` ([rows][groups]): each row's sums over its groups of `per_group` 32-k
+// blocks, from the block sums ([rows][blocks]).
+void sum_groups(const int32_t* block_sums, int64_t blocks, int64_t per_group, int64_t groups,
+                int64_t m0, int64_t m1, int32_t* asum) {
+  for (int64_t r = m0; r < m1; ++r) {
+    const int32_t* row = block_sums + r * blocks;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t b1 = std::min(blocks, (g + 1) * per_group);
+      int32_t total = 0;
+      for (int64_t b = g * per_group; b < b1; ++b) total += row[b];
+      asum[r * groups + g] = total;
+    }
+  }
+}
+
 // `count` consecutive scratch owner names no other call has (thread_scratch: 0 names none).
 uint64_t scratch_owners(int64_t count) {
   static std::atomic<uint64_t> next{1};
@@ -206,16 +221,9 @@ void MatmulTiles::run(int64_t t) const {
   } else {
     // Rows [m0, m1) of an [m1, groups] table, so that the kernels index rows as everywhere else.
     lhs.asum = reinterpret_cast<int32_t*>(scratch + kernel_bytes);
-    const int64_t per_group = l.channelwise ? x.blocks_ : l.group / kSumBlock;
-    for (int64_t r = m0; r < m1 && !kept; ++r) {
-      const int32_t* row = block_sums + r * x.blocks_;
-      for (int64_t g = 0; g < l.groups; ++g) {
-        const int64_t b1 = std::min(x.blocks_, (g + 1) * per_group);
-        int32_t total = 0;
-        for (int64_t b = g * per_group; b < b1; ++b) total += row[b];
-        lhs.asum[r * l.groups + g] = total;
-      }
-    }
+    if (!kept)
+      sum_groups(block_sums, x.blocks_, l.channelwise ? x.blocks_ : l.group / kSumBlock, l.groups,
+                 m0, m1, lhs.asum);
   }
   lhs.block_lane_corrections =
       x.lane_corrections_
