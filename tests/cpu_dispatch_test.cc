@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <set>
 #include <sstream>
 #include <string>
@@ -90,6 +94,15 @@ TEST(CpuDispatch, FeaturesMatchTheArchitecture) {
   EXPECT_EQ(f.avx512_vnni, bool(__builtin_cpu_supports("avx512vnni")));
   EXPECT_EQ(f.avx_vnni, bool(__builtin_cpu_supports("avxvnni")));
   EXPECT_EQ(f.avx512_bf16, bool(__builtin_cpu_supports("avx512bf16")));
+  unsigned eax, ebx, ecx, edx;
+  __get_cpuid(0, &eax, &ebx, &ecx, &edx);
+  const bool amd = std::string(reinterpret_cast<const char*>(&ebx), 4) +
+                       std::string(reinterpret_cast<const char*>(&edx), 4) +
+                       std::string(reinterpret_cast<const char*>(&ecx), 4) ==
+                   "AuthenticAMD";
+  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+  const unsigned family = ((eax >> 8) & 0xf) + ((eax >> 20) & 0xff);
+  EXPECT_EQ(f.avx512_halves, amd && family == 0x19 && f.avx512f);
   EXPECT_FALSE(f.neon || f.neon_dotprod || f.neon_i8mm || f.neon_bf16) << f.to_string();
 #elif defined(__aarch64__)
   const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
@@ -99,7 +112,7 @@ TEST(CpuDispatch, FeaturesMatchTheArchitecture) {
   EXPECT_EQ(f.neon_bf16, (hwcap2 & HWCAP2_BF16) != 0);
   EXPECT_TRUE(f.neon);  // every AArch64 CPU has Advanced SIMD
   EXPECT_FALSE(f.avx2 || f.fma || f.avx512f || f.avx512bw || f.avx512vl || f.avx512_vnni ||
-               f.avx_vnni || f.avx512_bf16)
+               f.avx_vnni || f.avx512_bf16 || f.avx512_halves)
       << f.to_string();
 #endif
   // to_string() names exactly the flags that are set.
@@ -111,6 +124,7 @@ TEST(CpuDispatch, FeaturesMatchTheArchitecture) {
                                                 {f.avx512_vnni, "avx512_vnni"},
                                                 {f.avx_vnni, "avx_vnni"},
                                                 {f.avx512_bf16, "avx512_bf16"},
+                                                {f.avx512_halves, "avx512_halves"},
                                                 {f.amx_tile, "amx_tile"},
                                                 {f.amx_int8, "amx_int8"},
                                                 {f.amx_bf16, "amx_bf16"},
@@ -147,7 +161,40 @@ TEST(CpuDispatch, KernelsNotAutomaticAreChosenOnlyByName) {
   EXPECT_EQ(&family.select("amx_model"), &model);
 }
 
+// A kernel with `preferred` set is chosen automatically only where it returns true, and by name
+// wherever it is supported.
+struct TunedKernel {
+  const char* name;
+  const char* variant;
+  const char* needs;
+  bool (*supported)(const CpuFeatures&);
+  bool (*preferred)(const CpuFeatures&);
+};
+bool never(const CpuFeatures&) { return false; }
+
+TEST(CpuDispatch, KernelsTunedForOtherCoresAreChosenOnlyByName) {
+  const TunedKernel plain{"reference", "plain", "nothing", always, nullptr};
+  const TunedKernel other_core{"avx512_vnni", "other", "nothing", always, never};
+  const TunedKernel this_core{"avx512_vnni_zen4", "this", "nothing", always, always};
+  EXPECT_EQ(&KernelFamily<TunedKernel>("w4a8", {&plain, &other_core}).select(""), &plain);
+  EXPECT_EQ(&KernelFamily<TunedKernel>("w4a8", {&plain, &other_core}).select("avx512_vnni"),
+            &other_core);
+  EXPECT_EQ(&KernelFamily<TunedKernel>("w4a8", {&plain, &this_core}).select(""), &this_core);
+}
+
 #if defined(__x86_64__)
+// The automatic W4A8 choice on this CPU: of the two AVX512-VNNI variants, the one tuned for cores
+// that run 512-bit operations in halves exactly on such cores.
+TEST(CpuDispatch, W4a8ChoiceFollowsTheCore) {
+  const CpuFeatures& f = cpu_features();
+  const char* expected = f.amx_int8 && f.avx512_vnni ? "amx"
+                         : f.avx512_vnni ? (f.avx512_halves ? "avx512_vnni_zen4" : "avx512_vnni")
+                         : f.avx_vnni && f.fma ? "avx_vnni"
+                         : f.avx2 && f.fma     ? "avx2"
+                                               : "reference";
+  EXPECT_EQ(w4a8::family().name(w4a8::family().select("")), expected) << f.to_string();
+}
+
 // AMX counts only with the OS's permission (requested by the probe); otherwise the status says
 // why, and the amx kernel is refused by name and never chosen.
 TEST(CpuDispatch, AmxIsUsableOnlyWithPermissionAndSaysWhyNot) {

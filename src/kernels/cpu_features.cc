@@ -37,7 +37,10 @@ CpuFeatures probe() {
   CpuFeatures f;
   f.amx_status = "no AMX-INT8 on this CPU";
   unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return f;
+  const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;  // "AuthenticAMD"
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  const unsigned family = ((eax >> 8) & 0xf) + ((eax >> 20) & 0xff);
   const bool osxsave = (ecx >> 27) & 1;
   const bool avx = (ecx >> 28) & 1;
   const bool fma = (ecx >> 12) & 1;
@@ -54,6 +57,8 @@ CpuFeatures probe() {
     f.avx512bw = (ebx >> 30) & 1;
     f.avx512vl = (ebx >> 31) & 1;
     f.avx512_vnni = (ecx >> 11) & 1;
+    // Family 19h with AVX-512 is Zen 4 (Zen 3 has none; Zen 5, family 1Ah, runs them whole).
+    f.avx512_halves = amd && family == 0x19 && f.avx512f;
   }
   probe_amx(f, (edx >> 24) & 1, (edx >> 25) & 1, (edx >> 22) & 1, xcr0);
   unsigned max_subleaf = eax;
@@ -96,6 +101,7 @@ std::string CpuFeatures::to_string() const {
   add(avx512_vnni, "avx512_vnni");
   add(avx_vnni, "avx_vnni");
   add(avx512_bf16, "avx512_bf16");
+  add(avx512_halves, "avx512_halves");
   add(amx_tile, "amx_tile");
   add(amx_int8, "amx_int8");
   add(amx_bf16, "amx_bf16");

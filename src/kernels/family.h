@@ -36,7 +36,8 @@ namespace dq4 {
 
 // KernelFamily over a descriptor with `name`, `variant`, `needs` and
 // `supported(const CpuFeatures&)`; a member `exact` or `automatic` set to false keeps a kernel out
-// of the automatic choice. A family's registry.cc instantiates it for its Kernel.
+// of the automatic choice, as does a member `preferred` that is set and false for this CPU. A
+// family's registry.cc instantiates it for its Kernel.
 
 template <class Kernel>
 KernelFamily<Kernel>::KernelFamily(std::string_view id, std::vector<const Kernel*> kernels)
@@ -86,6 +87,8 @@ const Kernel& KernelFamily<Kernel>::select(std::string_view isa_override) const 
   for (auto it = kernels_.rbegin(); it != kernels_.rend(); ++it) {
     bool automatic = true;
     if constexpr (requires { (*it)->automatic; }) automatic = (*it)->automatic;
+    if constexpr (requires { (*it)->preferred; })
+      automatic = automatic && ((*it)->preferred == nullptr || (*it)->preferred(cpu_features()));
     if (automatic && exact(**it) && (*it)->supported(cpu_features())) return **it;
   }
   return *kernels_.front();

@@ -26,7 +26,7 @@ void print_family(const KernelFamily<Kernel>& family,
   for (const Kernel* kernel : family.kernels()) {
     std::string why;
     const bool ok = family.supported(*kernel, &why);
-    std::printf("  %-12s %-38s %s%s\n", std::string(family.name(*kernel)).c_str(),
+    std::printf("  %-16s %-38s %s%s\n", std::string(family.name(*kernel)).c_str(),
                 std::string(family.variant(*kernel)).c_str(), ok ? "supported" : why.c_str(),
                 note != nullptr ? note(family, *kernel).c_str() : "");
   }

@@ -15,6 +15,9 @@ struct CpuFeatures {
   bool avx512_vnni = false;
   bool avx_vnni = false;
   bool avx512_bf16 = false;
+  // AVX-512 whose 512-bit operations run as two 256-bit halves (AMD Zen 4): a tuning hint, not a
+  // feature; kernels built for such cores run anywhere AVX-512 does.
+  bool avx512_halves = false;
   // AMX: set only where the OS saves the tile state and granted this process its use
   // (arch_prctl on Linux, requested by the probe); `amx_status` says why not otherwise.
   bool amx_tile = false;

@@ -63,6 +63,9 @@ struct Kernel {
   bool fills_lane_corrections = false;
   // False: chosen only by name (DQ4_ISA), never automatically (the tile model, kept for tests).
   bool automatic = true;
+  // Where set, the automatic choice takes this kernel only on CPUs it returns true for (a variant
+  // tuned for one kind of core); chosen by name it runs wherever `supported` allows.
+  bool (*preferred)(const CpuFeatures&) = nullptr;
 };
 
 // The block_lane_corrections dword of one 32-k block: the sums of q over the block and over its

@@ -11,6 +11,7 @@ extern const Kernel kReferenceKernel;
 extern const Kernel kAvx2Kernel;
 extern const Kernel kAvxVnniKernel;
 extern const Kernel kAvx512VnniKernel;
+extern const Kernel kAvx512VnniZen4Kernel;
 extern const Kernel kAmxModelKernel;
 extern const Kernel kAmxKernel;
 #elif defined(__aarch64__)
@@ -24,7 +25,9 @@ const KernelFamily<Kernel>& family() {
     &kReferenceKernel,
 #if defined(__x86_64__)
         // amx_model right after the reference: chosen only by name, never the best.
-        &kAmxModelKernel, &kAvx2Kernel, &kAvxVnniKernel, &kAvx512VnniKernel, &kAmxKernel,
+        // avx512_vnni_zen4 is preferred only on the cores it is tuned for.
+        &kAmxModelKernel, &kAvx2Kernel, &kAvxVnniKernel, &kAvx512VnniKernel, &kAvx512VnniZen4Kernel,
+        &kAmxKernel,
 #elif defined(__aarch64__)
         &kNeonKernel, &kNeonDotprodKernel, &kNeonI8mmKernel,
 #endif

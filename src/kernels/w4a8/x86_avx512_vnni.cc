@@ -1,327 +1,17 @@
-// W4A8 on AVX512-VNNI: 64-column panels (4 zmm), VPDPBUSD with the unsigned nibble planes as the
-// u8 operand and a broadcast dword of 4 activations as the s8 operand. Sum a*u = sum a*q + 8 sum a,
-// so the group's activation sum (computed while quantizing) removes the +8 offset exactly.
-// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni.
+// W4A8 on AVX512-VNNI for cores where VPDPBUSD shares its ports with the nibble unpack (Intel):
+// tiles that load each unpacked vector once for many VPDPBUSD. Decode streams one tile over each
+// panel, decode batches run K a chunk at a time, prefill unpacks each panel once into scratch.
 
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cfloat>
-#include <cstring>
-#include <type_traits>
-
-#include "kernel.h"
-#include "qai8dx.h"
+#include "x86_zmm_w4a8.h"
 
 namespace dq4::w4a8 {
 namespace {
 
-constexpr int kNr = 64;
-constexpr int kVectors = kNr / 16;
-// Decode streams weights from DRAM once, prefetching this many bytes ahead: enough lines in flight
-// for one core to approach the memory bandwidth, and few enough that the prefetches waiting on
-// memory do not hold up the loads of the lines already there. Decode batches take longer per
-// byte and prefetch further. Prefill re-reads panels from L2 and skips it.
-constexpr int kDecodeAhead = 1536;
+using namespace zmm;
+
+// Decode batches take longer per byte than decode and prefetch further. Prefill re-reads panels
+// from L2 and skips it.
 constexpr int kBatchAhead = 4096;
-
-// ---- activation quantization --------------------------------------------------------------
-
-// round(v) with ties away from zero, as an integer: v + (the float just below 0.5, with v's sign),
-// rounded to nearest even by the add, then truncated. Exact for every float: below 0.5 from an
-// integer the sum stays below the next one; at 0.5 exactly it rounds up to it.
-__m512i round_half_away(__m512 v) {
-  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN));
-  const __m512 below_half =
-      _mm512_castsi512_ps(_mm512_or_si512(_mm512_set1_epi32(0x3effffff), sign));
-  return _mm512_cvttps_epi32(_mm512_add_ps(v, below_half));
-}
-
-__mmask16 tail_mask(int64_t remaining) {
-  return remaining >= 16 ? __mmask16(0xffff) : __mmask16((1u << remaining) - 1);
-}
-
-int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layout& l,
-                 const QuantizedLhs& lhs) {
-  const __m512 finite_limit = _mm512_set1_ps(FLT_MAX);
-  for (int64_t m = m0; m < m1; ++m) {
-    const float* row = x + m * ldx;
-    __m512 vmin = _mm512_set1_ps(FLT_MAX), vmax = _mm512_set1_ps(-FLT_MAX);
-    __mmask16 non_finite = 0;
-    for (int64_t k = 0; k < l.k; k += 16) {
-      const __mmask16 mask = tail_mask(l.k - k);
-      const __m512 v = _mm512_maskz_loadu_ps(mask, row + k);
-      non_finite |= _mm512_mask_cmp_ps_mask(mask, _mm512_abs_ps(v), finite_limit, _CMP_NLE_UQ);
-      vmin = _mm512_mask_min_ps(vmin, mask, vmin, v);
-      vmax = _mm512_mask_max_ps(vmax, mask, vmax, v);
-    }
-    if (non_finite != 0) return m;
-    const RowQuantParams p =
-        row_quant_params(_mm512_reduce_min_ps(vmin), _mm512_reduce_max_ps(vmax));
-    const __m512 mul = _mm512_set1_ps(p.mul);
-    const __m512i zp = _mm512_set1_epi32(p.zp);
-    const __m512i qmin = _mm512_set1_epi32(-128), qmax = _mm512_set1_epi32(127);
-    int8_t* q = lhs.q + m * lhs.ldq;
-    for (int64_t g = 0; g < l.groups; ++g) {
-      __m512i sum = _mm512_setzero_si512();
-      for (int64_t k = l.group_begin(g); k < l.group_end(g); k += 16) {
-        const __mmask16 mask = tail_mask(l.group_end(g) - k);
-        const __m512 v = _mm512_maskz_loadu_ps(mask, row + k);
-        __m512i qi = _mm512_add_epi32(round_half_away(_mm512_mul_ps(v, mul)), zp);
-        qi = _mm512_min_epi32(_mm512_max_epi32(qi, qmin), qmax);
-        qi = _mm512_maskz_mov_epi32(mask, qi);
-        sum = _mm512_add_epi32(sum, qi);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k), _mm512_cvtepi32_epi8(qi));
-      }
-      lhs.asum[m * lhs.groups + g] = _mm512_reduce_add_epi32(sum);
-    }
-    std::memset(q + l.k, 0, static_cast<size_t>(l.kp - l.k));
-    lhs.recip[m] = p.recip;
-    lhs.zp[m] = p.zp;
-  }
-  return -1;
-}
-
-// ---- matmul ---------------------------------------------------------------------------------
-
-inline int32_t load_dword(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-// Integer dot products init(r, j) + sum(a * u) of MR rows with NV x 16 columns of the panel (from
-// column 16 * j0) over `steps` steps of 8 k from k0, handed to finish(r, j, sums of columns
-// 16j..16j+15) while still in registers. With one row the two nibble planes get separate
-// accumulators to hide VPDPBUSD latency. kSteps > 0 fixes the step count at compile time (full
-// groups of 32/64/128) so that the loop unrolls and the accumulators stay put in registers.
-// kUnpacked: w points into unpack_panel's planes instead of the packed nibbles. kAhead > 0:
-// prefetch the nibbles that many bytes ahead (a tile that streams the panel from memory).
-template <int MR, int NV, int kAhead, int kSteps = 0, bool kUnpacked = false, class Init,
-          class Finish>
-__attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
-                                                     const int8_t* const* q, int64_t k0,
-                                                     Init&& init, Finish&& finish) {
-  const __m512i low_mask = _mm512_set1_epi8(0x0f);
-  constexpr int kPlanes = MR == 1 ? 2 : 1;
-  __m512i acc[kPlanes][MR][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      acc[0][r][j] = init(r, j);
-      if constexpr (kPlanes == 2) acc[1][r][j] = _mm512_setzero_si512();
-    }
-  if constexpr (kSteps > 0) steps = kSteps;
-#pragma GCC unroll 16
-  for (int64_t s = 0; s < steps; ++s, w += kUnpacked ? kNr * 8 : kNr * 4) {
-    __m512i lo[NV], hi[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      if constexpr (kUnpacked) {
-        lo[j] = _mm512_load_si512(w + 64 * j);
-        hi[j] = _mm512_load_si512(w + kNr * 4 + 64 * j);
-      } else {
-        if constexpr (kAhead > 0)
-          _mm_prefetch(reinterpret_cast<const char*>(w + kAhead + 64 * j), _MM_HINT_T0);
-        const __m512i raw = _mm512_load_si512(w + 64 * j);
-        lo[j] = _mm512_and_si512(raw, low_mask);
-        hi[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low_mask);
-      }
-    }
-    const int64_t k = k0 + s * 8;
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const __m512i a_lo = _mm512_set1_epi32(load_dword(q[r] + k));
-      const __m512i a_hi = _mm512_set1_epi32(load_dword(q[r] + k + 4));
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) {
-        acc[0][r][j] = _mm512_dpbusd_epi32(acc[0][r][j], lo[j], a_lo);
-        acc[kPlanes - 1][r][j] = _mm512_dpbusd_epi32(acc[kPlanes - 1][r][j], hi[j], a_hi);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      __m512i sum = acc[0][r][j];
-      if constexpr (kPlanes == 2) sum = _mm512_add_epi32(sum, acc[1][r][j]);
-      finish(r, j, sum);
-    }
-}
-
-inline __m512 clamp(__m512 y, __m512 lo, __m512 hi) {
-  return _mm512_min_ps(_mm512_max_ps(y, lo), hi);  // (y > lo ? y : lo), then (y < hi ? y : hi)
-}
-
-// A tile's running sums between parts of K, 64-byte aligned, `ld` elements from one row to the
-// next, column c0 of the tile first: per row and column sum a*q so far (int32) when channelwise,
-// the group sums times their scales so far (f32) when groupwise.
-struct TileSums {
-  void* data;
-  int64_t ld;
-  int32_t* ints(int r, int j) const { return static_cast<int32_t*>(data) + r * ld + 16 * j; }
-  float* floats(int r, int j) const { return static_cast<float*>(data) + r * ld + 16 * j; }
-};
-
-// Adds the products of rows m..m+MR-1 with columns c0..c0+16NV of one panel over one part of K
-// to `sums`: steps [part0, part1) of 8 k when channelwise, groups [part0, part1) when groupwise.
-// `first`: the sums start here (from -8 sum a, which turns sum a*u into sum a*q, or from 0).
-template <int MR, int NV, int kAhead, bool kUnpacked>
-void accumulate(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
-                const QuantizedLhs& lhs, int64_t m, int64_t c0, int64_t part0, int64_t part1,
-                bool first, const TileSums& sums) {
-  const int8_t* q[MR];
-  for (int r = 0; r < MR; ++r) q[r] = lhs.q + (m + r) * lhs.ldq;
-  if (l.channelwise) {
-    const int64_t offset = kUnpacked ? part0 * kNr * 8 : part0 * l.step_bytes;
-    dot_steps<MR, NV, kAhead, 0, kUnpacked>(
-        (kUnpacked ? unpacked : panel.group_data(0)) + offset + 4 * c0, part1 - part0, q, 8 * part0,
-        [&](int r, int j) {
-          return first ? _mm512_set1_epi32(-8 * lhs.asum[(m + r) * lhs.groups])
-                       : _mm512_load_si512(sums.ints(r, j));
-        },
-        [&](int r, int j, __m512i sum) { _mm512_store_si512(sums.ints(r, j), sum); });
-    return;
-  }
-  // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
-  // integer accumulators of the hot loop. A local array, not `sums`, which the compiler would
-  // have to assume every vector store may alias.
-  alignas(64) float facc[MR][NV * 16];
-  for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NV; ++j)
-      _mm512_store_ps(facc[r] + 16 * j,
-                      first ? _mm512_setzero_ps() : _mm512_load_ps(sums.floats(r, j)));
-  auto group_pass = [&](int64_t g, auto fixed_steps) {
-    int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
-    for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
-    const uint16_t* scales = panel.group_scales(g) + c0;
-    alignas(64) float d[NV * 16];  // the group's bf16 scales widened once, not once per row
-    for (int j = 0; j < NV; ++j)
-      _mm512_store_ps(d + 16 * j, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                      _mm512_cvtepu16_epi32(_mm256_loadu_si256(
-                                          reinterpret_cast<const __m256i*>(scales + 16 * j))),
-                                      16)));
-    dot_steps<MR, NV, kAhead, decltype(fixed_steps)::value, kUnpacked>(
-        (kUnpacked ? unpacked + g * l.full_group_steps * kNr * 8 : panel.group_data(g)) + 4 * c0,
-        l.group_steps(g), q, l.group_begin(g),
-        [&](int r, int) { return _mm512_set1_epi32(start[r]); },
-        [&](int r, int j, __m512i block) {
-          _mm512_store_ps(facc[r] + 16 * j,
-                          _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), _mm512_load_ps(d + 16 * j),
-                                          _mm512_load_ps(facc[r] + 16 * j)));
-        });
-  };
-  const int64_t full_end = std::min(part1, l.groups - 1);  // the last group may be partial
-  auto full_groups = [&](auto fixed_steps) {
-    for (int64_t g = part0; g < full_end; ++g) group_pass(g, fixed_steps);
-  };
-  switch (l.full_group_steps) {
-    case 4:
-      full_groups(std::integral_constant<int, 4>());
-      break;
-    case 8:
-      full_groups(std::integral_constant<int, 8>());
-      break;
-    case 16:
-      full_groups(std::integral_constant<int, 16>());
-      break;
-    default:
-      full_groups(std::integral_constant<int, 0>());
-      break;
-  }
-  if (part1 == l.groups) group_pass(l.groups - 1, std::integral_constant<int, 0>());
-  for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NV; ++j)
-      _mm512_store_ps(sums.floats(r, j), _mm512_load_ps(facc[r] + 16 * j));
-}
-
-// Output rows m..m+MR-1, columns n0 + c0 .. + 16 NV of one panel (n0 = the panel's first) from
-// the sums over the whole of K.
-template <int MR, int NV>
-void finish(const Layout& l, const PanelView& panel, const QuantizedLhs& lhs, int64_t m, int64_t c0,
-            const TileSums& sums, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
-  __m512 out[MR][NV];
-  for (int r = 0; r < MR; ++r) {
-    const __m512 recip = _mm512_set1_ps(lhs.recip[m + r]);
-    for (int j = 0; j < NV; ++j) {
-      if (l.channelwise) {
-        const __m512i zp = _mm512_set1_epi32(lhs.zp[m + r]);
-        const __m512i column_sums = _mm512_loadu_si512(panel.column_sums() + c0 + 16 * j);
-        const __m512i u = _mm512_sub_epi32(_mm512_load_si512(sums.ints(r, j)),
-                                           _mm512_mullo_epi32(zp, column_sums));
-        const __m512 sp = _mm512_mul_ps(_mm512_loadu_ps(panel.scales() + c0 + 16 * j), recip);
-        out[r][j] = _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(u), sp),
-                                  _mm512_loadu_ps(panel.cw_bias() + c0 + 16 * j));
-      } else {
-        const __m512 neg_zp = _mm512_set1_ps(static_cast<float>(-lhs.zp[m + r]));
-        const __m512 acc_final = _mm512_fmadd_ps(_mm512_loadu_ps(panel.row_sums() + c0 + 16 * j),
-                                                 neg_zp, _mm512_load_ps(sums.floats(r, j)));
-        out[r][j] = _mm512_add_ps(_mm512_mul_ps(acc_final, recip),
-                                  _mm512_loadu_ps(panel.gw_bias() + c0 + 16 * j));
-      }
-    }
-  }
-  const __m512 vlo = _mm512_set1_ps(e.lo), vhi = _mm512_set1_ps(e.hi);
-  const int64_t valid = l.n - n0 - c0;  // columns of this tile that exist
-  for (int r = 0; r < MR; ++r) {
-    float* dst = y + (m + r) * ldy + n0 + c0;
-    for (int j = 0; j < NV; ++j) {
-      const __m512 v = clamp(out[r][j], vlo, vhi);
-      if (valid >= 16 * (j + 1)) {
-        _mm512_storeu_ps(dst + 16 * j,
-                         e.accumulate ? _mm512_add_ps(_mm512_loadu_ps(dst + 16 * j), v) : v);
-      } else if (valid > 16 * j) {
-        const __mmask16 mask = tail_mask(valid - 16 * j);
-        _mm512_mask_storeu_ps(
-            dst + 16 * j, mask,
-            e.accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst + 16 * j), v) : v);
-      }
-    }
-  }
-}
-
-// The parts of K a layout's sums run over: steps when channelwise, groups when groupwise.
-int64_t k_parts(const Layout& l) { return l.channelwise ? l.full_group_steps : l.groups; }
-
-// Output rows m..m+MR-1, columns n0 + 16 j0 .. + 16 NV of one panel, all of K in one pass.
-template <int MR, int NV, int kAhead, bool kUnpacked>
-void tile(const Layout& l, const PanelView& panel, const uint8_t* unpacked, const QuantizedLhs& lhs,
-          int64_t m, int j0, float* y, int64_t ldy, int64_t n0, kernels::Epilogue e) {
-  alignas(64) int32_t buffer[MR * NV * 16];
-  const TileSums sums{buffer, NV * 16};
-  const int64_t c0 = 16 * j0;
-  accumulate<MR, NV, kAhead, kUnpacked>(l, panel, unpacked, lhs, m, c0, 0, k_parts(l), true, sums);
-  finish<MR, NV>(l, panel, lhs, m, c0, sums, y, ldy, n0, e);
-}
-
-// f(std::integral_constant<int, rows>) for a run-time rows in 1..Rows.
-template <int Rows, class F>
-void with_rows(int64_t rows, F&& f) {
-  if constexpr (Rows > 0) {
-    if (rows != Rows) return with_rows<Rows - 1>(rows, f);
-    f(std::integral_constant<int, Rows>());
-  }
-}
-
-// Prefill tiles re-read a panel from L2 for every group of rows. VPDPBUSD shares its execution
-// ports with the nibble unpack, so the panel is unpacked into scratch once (unpack_panel) when it
-// fits, and tiles load ready planes. Tall tiles (8 rows x 32 columns: each unpacked vector feeds 8
-// VPDPBUSD, half the plane loads of 4 x 64) for every group size: on Zen 5 they beat 4 x 64 at
-// G = 32 too, where a Xeon favoured the wider tile's shared epilogue (docs/kernels.md); 12 x 32
-// or 16 x 16 spill.
-// tile<rows, Vectors, ...> over the panel's columns, for a run-time rows in 1..Rows.
-template <int Rows, int Vectors, int kAhead, bool kUnpacked = false>
-void tile_rows(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
-               const QuantizedLhs& lhs, int64_t m, int64_t rows, float* y, int64_t ldy, int64_t n0,
-               kernels::Epilogue e) {
-  with_rows<Rows>(rows, [&](auto r) {
-    for (int j0 = 0; j0 < kVectors && n0 + 16 * j0 < l.n; j0 += Vectors)
-      tile<decltype(r)::value, Vectors, kAhead, kUnpacked>(l, panel, unpacked, lhs, m, j0, y, ldy,
-                                                           n0, e);
-  });
-}
 
 // Splits a panel's nibbles into low and high planes (steps x [lo 4 nr bytes][hi 4 nr bytes]) so
 // that prefill tiles, which each read the whole panel, skip the unpack.
@@ -345,10 +35,6 @@ constexpr int64_t kMaxUnpackedBytes = int64_t{2} << 20;
 
 int64_t unpacked_bytes(const Layout& l) { return l.panel_steps() * kNr * 8; }
 
-// Decode: up to kStreamedRows rows run one tile (unpacking in its loop) that streams the panel
-// with prefetch: 5 rows (a draft of four verified with its last token) make 20 accumulators, and
-// a step's 8 nibble planes still fit the 32 registers.
-constexpr int kStreamedRows = 5;
 // Calls of more rows, up to kBatchRows (decode batches, short prompts, a mixture's experts), run
 // 8 x 32 tiles (each unpacked vector feeds 8 VPDPBUSD: the unpack shares its ports with VPDPBUSD
 // on Intel cores) a chunk of K at a time, every row's tiles over one chunk before the next, their
@@ -365,6 +51,12 @@ int64_t scratch_bytes(const Layout& l, int64_t rows) {
   return rows > kBatchRows && bytes <= kMaxUnpackedBytes ? bytes : 0;
 }
 
+// Prefill tiles re-read a panel from L2 for every group of rows. VPDPBUSD shares its execution
+// ports with the nibble unpack, so the panel is unpacked into scratch once (unpack_panel) when it
+// fits, and tiles load ready planes. Tall tiles (8 rows x 32 columns: each unpacked vector feeds 8
+// VPDPBUSD, half the plane loads of 4 x 64) for every group size: on Zen 5 they beat 4 x 64 at
+// G = 32 too, where a Xeon favoured the wider tile's shared epilogue (docs/kernels.md); 12 x 32
+// or 16 x 16 spill.
 // The prefill tiles of rows [m0, m1) over one panel, from its nibbles or (kUnpacked) its planes.
 template <bool kUnpacked>
 void prefill_panel(const Layout& l, const PanelView& panel, const uint8_t* unpacked,
@@ -434,18 +126,14 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
   }
 }
 
-bool supported(const CpuFeatures& f) {
-  return f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni;
-}
-
 }  // namespace
 
 extern const Kernel kAvx512VnniKernel = {"avx512_vnni",
                                          "qai8dx_qsi4_f32_avx512vnni_5x64_8x32",
                                          "avx512f+avx512bw+avx512vl+avx512_vnni",
                                          kNr,
-                                         supported,
-                                         quantize,
+                                         zmm::supported,
+                                         zmm::quantize,
                                          run,
                                          scratch_bytes};
 
