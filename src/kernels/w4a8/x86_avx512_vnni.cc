@@ -9,8 +9,11 @@ namespace {
 
 using namespace zmm;
 
-// Decode batches take longer per byte than decode and prefetch further. Prefill re-reads panels
-// from L2 and skips it.
+// Decode streams weights from DRAM once, prefetching this many bytes ahead: enough lines in flight
+// for one core to approach the memory bandwidth, and few enough that the prefetches waiting on
+// memory do not hold up the loads of the lines already there. Decode batches take longer per
+// byte and prefetch further. Prefill re-reads panels from L2 and skips it.
+constexpr int kDecodeAhead = 1536;
 constexpr int kBatchAhead = 4096;
 
 // Splits a panel's nibbles into low and high planes (steps x [lo 4 nr bytes][hi 4 nr bytes]) so

@@ -1,9 +1,10 @@
 // W4A8 on AVX512-VNNI for cores that run 512-bit operations as two 256-bit halves (AMD Zen 4).
 // There the nibble unpack issues beside VPDPBUSD instead of competing for its ports, so every call
-// runs 64-column tiles that unpack in their loop and stream the whole panel with prefetch, a few
-// rows at a time: the first tile reads the panel from memory, the others find it in L2. On such a
-// core this beats the chunked 8 x 32 decode batches and the unpacked prefill of `avx512_vnni` at
-// every M from 6 (docs/kernels.md).
+// runs 64-column tiles that unpack in their loop and stream the whole panel, a few rows at a time:
+// the first tile reads the panel from memory, the others find it in L2. On such a core this beats
+// the chunked 8 x 32 decode batches and the unpacked prefill of `avx512_vnni` at every M from 6,
+// and the tiles run without software prefetch, which there only slows the hardware prefetchers'
+// streams (docs/kernels.md).
 
 #include "x86_zmm_w4a8.h"
 
@@ -22,8 +23,7 @@ void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_
     const PanelView panel = panel_view(packed, l, p);
     for (int64_t m = m0; m < m1;) {
       const int64_t rows = m1 - m <= kStreamedRows ? m1 - m : kRowsPerTile;
-      tile_rows<kStreamedRows, kVectors, kDecodeAhead>(l, panel, nullptr, lhs, m, rows, y, ldy,
-                                                       p * kNr, e);
+      tile_rows<kStreamedRows, kVectors, 0>(l, panel, nullptr, lhs, m, rows, y, ldy, p * kNr, e);
       m += rows;
     }
   }

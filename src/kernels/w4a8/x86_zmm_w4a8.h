@@ -24,10 +24,6 @@ namespace zmm {
 
 constexpr int kNr = 64;
 constexpr int kVectors = kNr / 16;
-// Decode streams weights from DRAM once, prefetching this many bytes ahead: enough lines in flight
-// for one core to approach the memory bandwidth, and few enough that the prefetches waiting on
-// memory do not hold up the loads of the lines already there.
-constexpr int kDecodeAhead = 1536;
 // Up to kStreamedRows rows run one tile (unpacking in its loop) that streams the panel with
 // prefetch: 5 rows (a draft of four verified with its last token) make 20 accumulators, and a
 // step's 8 nibble planes still fit the 32 registers.
