@@ -201,20 +201,22 @@ void accumulate(const Layout& l, const PanelView& panel, const uint8_t* unpacked
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
     for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
     const uint16_t* scales = panel.group_scales(g) + c0;
-    alignas(64) float d[NV * 16];  // the group's bf16 scales widened once, not once per row
-    for (int j = 0; j < NV; ++j)
-      _mm512_store_ps(d + 16 * j, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                      _mm512_cvtepu16_epi32(_mm256_loadu_si256(
-                                          reinterpret_cast<const __m256i*>(scales + 16 * j))),
-                                      16)));
+    // The group's bf16 scales, widened once for all rows when the first row's sums are done:
+    // they follow the group's nibbles in the panel, and loaded before those, a tile streaming the
+    // panel from memory would wait for them ahead of the stream.
+    __m512 d[NV];
     dot_steps<MR, NV, kAhead, decltype(fixed_steps)::value, kUnpacked>(
         (kUnpacked ? unpacked + g * l.full_group_steps * kNr * 8 : panel.group_data(g)) + 4 * c0,
         l.group_steps(g), q, l.group_begin(g),
         [&](int r, int) { return _mm512_set1_epi32(start[r]); },
         [&](int r, int j, __m512i block) {
-          _mm512_store_ps(facc[r] + 16 * j,
-                          _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), _mm512_load_ps(d + 16 * j),
-                                          _mm512_load_ps(facc[r] + 16 * j)));
+          if (r == 0)
+            d[j] = _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32(
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16 * j))),
+                16));
+          _mm512_store_ps(facc[r] + 16 * j, _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), d[j],
+                                                            _mm512_load_ps(facc[r] + 16 * j)));
         });
   };
   const int64_t full_end = std::min(part1, l.groups - 1);  // the last group may be partial
