@@ -1,6 +1,7 @@
-// W4A8 on AVX512-VNNI for cores where VPDPBUSD shares its ports with the nibble unpack (Intel):
-// tiles that load each unpacked vector once for many VPDPBUSD. Decode streams one tile over each
-// panel, decode batches run K a chunk at a time, prefill unpacks each panel once into scratch.
+// W4A8 on AVX512-VNNI as measured fastest on Intel Xeons (where VPDPBUSD shares its ports with the
+// nibble unpack) and Zen 5: tiles that load each unpacked vector once for many VPDPBUSD. Decode
+// streams one tile over each panel, decode batches run K a chunk at a time, prefill unpacks each
+// panel once into scratch.
 
 #include "x86_zmm_w4a8.h"
 
