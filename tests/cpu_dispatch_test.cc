@@ -150,6 +150,7 @@ struct FakeKernel {
   const char* needs;
   bool (*supported)(const CpuFeatures&);
   bool automatic = true;
+  bool (*preferred)(const CpuFeatures&) = nullptr;
 };
 bool always(const CpuFeatures&) { return true; }
 
@@ -163,23 +164,16 @@ TEST(CpuDispatch, KernelsNotAutomaticAreChosenOnlyByName) {
 
 // A kernel with `preferred` set is chosen automatically only where it returns true, and by name
 // wherever it is supported.
-struct TunedKernel {
-  const char* name;
-  const char* variant;
-  const char* needs;
-  bool (*supported)(const CpuFeatures&);
-  bool (*preferred)(const CpuFeatures&);
-};
 bool never(const CpuFeatures&) { return false; }
 
 TEST(CpuDispatch, KernelsTunedForOtherCoresAreChosenOnlyByName) {
-  const TunedKernel plain{"reference", "plain", "nothing", always, nullptr};
-  const TunedKernel other_core{"avx512_vnni", "other", "nothing", always, never};
-  const TunedKernel this_core{"avx512_vnni_zen4", "this", "nothing", always, always};
-  EXPECT_EQ(&KernelFamily<TunedKernel>("w4a8", {&plain, &other_core}).select(""), &plain);
-  EXPECT_EQ(&KernelFamily<TunedKernel>("w4a8", {&plain, &other_core}).select("avx512_vnni"),
+  const FakeKernel plain{"reference", "plain", "nothing", always};
+  const FakeKernel other_core{"avx512_vnni", "other", "nothing", always, true, never};
+  const FakeKernel this_core{"avx512_vnni_zen4", "this", "nothing", always, true, always};
+  EXPECT_EQ(&KernelFamily<FakeKernel>("w4a8", {&plain, &other_core}).select(""), &plain);
+  EXPECT_EQ(&KernelFamily<FakeKernel>("w4a8", {&plain, &other_core}).select("avx512_vnni"),
             &other_core);
-  EXPECT_EQ(&KernelFamily<TunedKernel>("w4a8", {&plain, &this_core}).select(""), &this_core);
+  EXPECT_EQ(&KernelFamily<FakeKernel>("w4a8", {&plain, &this_core}).select(""), &this_core);
 }
 
 #if defined(__x86_64__)

@@ -33,16 +33,13 @@ bool preferred(const CpuFeatures& f) { return f.avx512_halves; }
 
 }  // namespace
 
-extern const Kernel kAvx512VnniZen4Kernel = {"avx512_vnni_zen4",
-                                             "qai8dx_qsi4_f32_avx512vnnizen4_4x64",
-                                             "avx512f+avx512bw+avx512vl+avx512_vnni",
-                                             kNr,
-                                             zmm::supported,
-                                             zmm::quantize,
-                                             run,
-                                             nullptr,
-                                             false,
-                                             true,
-                                             preferred};
+extern const Kernel kAvx512VnniZen4Kernel = {.name = "avx512_vnni_zen4",
+                                             .variant = "qai8dx_qsi4_f32_avx512vnnizen4_4x64",
+                                             .needs = "avx512f+avx512bw+avx512vl+avx512_vnni",
+                                             .nr = kNr,
+                                             .supported = zmm::supported,
+                                             .quantize = zmm::quantize,
+                                             .run = run,
+                                             .preferred = preferred};
 
 }  // namespace dq4::w4a8

@@ -24,9 +24,9 @@ namespace zmm {
 
 constexpr int kNr = 64;
 constexpr int kVectors = kNr / 16;
-// Up to kStreamedRows rows run one tile (unpacking in its loop) that streams the panel with
-// prefetch: 5 rows (a draft of four verified with its last token) make 20 accumulators, and a
-// step's 8 nibble planes still fit the 32 registers.
+// Up to kStreamedRows rows run one tile (unpacking in its loop) that streams the panel: 5 rows (a
+// draft of four verified with its last token) make 20 accumulators, and a step's 8 nibble planes
+// still fit the 32 registers.
 constexpr int kStreamedRows = 5;
 
 // ---- activation quantization --------------------------------------------------------------
