@@ -94,13 +94,13 @@ TEST(CpuDispatch, FeaturesMatchTheArchitecture) {
   EXPECT_EQ(f.avx512_vnni, bool(__builtin_cpu_supports("avx512vnni")));
   EXPECT_EQ(f.avx_vnni, bool(__builtin_cpu_supports("avxvnni")));
   EXPECT_EQ(f.avx512_bf16, bool(__builtin_cpu_supports("avx512bf16")));
-  unsigned eax, ebx, ecx, edx;
-  __get_cpuid(0, &eax, &ebx, &ecx, &edx);
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  ASSERT_TRUE(__get_cpuid(0, &eax, &ebx, &ecx, &edx));
   const bool amd = std::string(reinterpret_cast<const char*>(&ebx), 4) +
                        std::string(reinterpret_cast<const char*>(&edx), 4) +
                        std::string(reinterpret_cast<const char*>(&ecx), 4) ==
                    "AuthenticAMD";
-  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+  ASSERT_TRUE(__get_cpuid(1, &eax, &ebx, &ecx, &edx));
   const unsigned family = ((eax >> 8) & 0xf) + ((eax >> 20) & 0xff);
   EXPECT_EQ(f.avx512_halves, amd && family == 0x19 && f.avx512f);
   EXPECT_FALSE(f.neon || f.neon_dotprod || f.neon_i8mm || f.neon_bf16) << f.to_string();
