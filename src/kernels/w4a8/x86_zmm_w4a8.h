@@ -97,10 +97,12 @@ inline int32_t load_dword(const int8_t* p) {
 // Integer dot products init(r, j) + sum(a * u) of MR rows with NV x 16 columns of the panel (from
 // column 16 * j0) over `steps` steps of 8 k from k0, handed to finish(r, j, sums of columns
 // 16j..16j+15) while still in registers. With one row the two nibble planes get separate
-// accumulators to hide VPDPBUSD latency. kSteps > 0 fixes the step count at compile time (full
-// groups of 32/64/128) so that the loop unrolls and the accumulators stay put in registers.
-// kUnpacked: w points into unpack_panel's planes instead of the packed nibbles. kAhead > 0:
-// prefetch the nibbles that many bytes ahead (a tile that streams the panel from memory).
+// accumulators to hide VPDPBUSD latency; with more, every row's low-plane products come before the
+// high plane's, so that consecutive VPDPBUSDs never feed the same accumulator. kSteps > 0 fixes the
+// step count at compile time (full groups of 32/64/128) so that the loop unrolls and the
+// accumulators stay put in registers. kUnpacked: w points into unpack_panel's planes instead of the
+// packed nibbles. kAhead > 0: prefetch the nibbles that many bytes ahead (a tile that streams the
+// panel from memory).
 template <int MR, int NV, int kAhead, int kSteps = 0, bool kUnpacked = false, class Init,
           class Finish>
 __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t steps,
@@ -137,12 +139,15 @@ __attribute__((always_inline)) inline void dot_steps(const uint8_t* w, int64_t s
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512i a_lo = _mm512_set1_epi32(load_dword(q[r] + k));
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[0][r][j] = _mm512_dpbusd_epi32(acc[0][r][j], lo[j], a_lo);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
       const __m512i a_hi = _mm512_set1_epi32(load_dword(q[r] + k + 4));
 #pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) {
-        acc[0][r][j] = _mm512_dpbusd_epi32(acc[0][r][j], lo[j], a_lo);
+      for (int j = 0; j < NV; ++j)
         acc[kPlanes - 1][r][j] = _mm512_dpbusd_epi32(acc[kPlanes - 1][r][j], hi[j], a_hi);
-      }
     }
   }
 #pragma GCC unroll 8
