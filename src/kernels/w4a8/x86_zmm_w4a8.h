@@ -194,15 +194,15 @@ void accumulate(const Layout& l, const PanelView& panel, const uint8_t* unpacked
         [&](int r, int j, __m512i sum) { _mm512_store_si512(sums.ints(r, j), sum); });
     return;
   }
-  // The f32 group accumulators stay in memory (L1): in registers they would crowd out the
-  // integer accumulators of the hot loop. A local array, not `sums`, which the compiler would
-  // have to assume every vector store may alias.
-  alignas(64) float facc[MR][NV * 16];
+  // The f32 group accumulators: values the compiler keeps on the stack (in registers they would
+  // crowd out the integer accumulators of the hot loop), not `sums`, which it would have to assume
+  // every vector store may alias. Values, and the group pass inlined, because a float array
+  // written through pointers, or read by an outlined pass, got every group's sums stored twice.
+  __m512 facc[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NV; ++j)
-      _mm512_store_ps(facc[r] + 16 * j,
-                      first ? _mm512_setzero_ps() : _mm512_load_ps(sums.floats(r, j)));
-  auto group_pass = [&](int64_t g, auto fixed_steps) {
+      facc[r][j] = first ? _mm512_setzero_ps() : _mm512_load_ps(sums.floats(r, j));
+  auto group_pass = [&](int64_t g, auto fixed_steps) __attribute__((always_inline)) {
     int32_t start[MR];  // sum a*u - 8 sum a = sum a*q over the group
     for (int r = 0; r < MR; ++r) start[r] = -8 * lhs.asum[(m + r) * lhs.groups + g];
     const uint16_t* scales = panel.group_scales(g) + c0;
@@ -220,8 +220,7 @@ void accumulate(const Layout& l, const PanelView& panel, const uint8_t* unpacked
                 _mm512_cvtepu16_epi32(
                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + 16 * j))),
                 16));
-          _mm512_store_ps(facc[r] + 16 * j, _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), d[j],
-                                                            _mm512_load_ps(facc[r] + 16 * j)));
+          facc[r][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(block), d[j], facc[r][j]);
         });
   };
   const int64_t full_end = std::min(part1, l.groups - 1);  // the last group may be partial
@@ -244,8 +243,7 @@ void accumulate(const Layout& l, const PanelView& panel, const uint8_t* unpacked
   }
   if (part1 == l.groups) group_pass(l.groups - 1, std::integral_constant<int, 0>());
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NV; ++j)
-      _mm512_store_ps(sums.floats(r, j), _mm512_load_ps(facc[r] + 16 * j));
+    for (int j = 0; j < NV; ++j) _mm512_store_ps(sums.floats(r, j), facc[r][j]);
 }
 
 // Output rows m..m+MR-1, columns n0 + c0 .. + 16 NV of one panel (n0 = the panel's first) from
