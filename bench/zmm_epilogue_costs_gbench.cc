@@ -1,0 +1,98 @@
+// Google Benchmark of what a groupwise epilogue costs beside VPDPBUSD on this core, in the pattern
+// of the AVX512-VNNI W4A8 tiles (src/kernels/w4a8/x86_zmm_w4a8.h): 16 zmm int32 accumulators (4
+// rows x 4 column vectors) each fed 8 VPDPBUSD per pass, one group of 32 k, with the operands in
+// registers so that nothing but the execution units sets the pace. Every case reports seconds
+// per pass (128 VPDPBUSD) beside what each pass adds for its 16 accumulators:
+//
+//   dots         nothing: the VPDPBUSD rate alone
+//   convert      VCVTDQ2PS of each accumulator
+//   add          VCVTDQ2PS, then VADDPS into f32 sums in L1 (load, add, store)
+//   fma          VCVTDQ2PS, then VFMADD with a scale into f32 sums in L1
+//   fold         the same, the accumulators then restarting from a broadcast: the groupwise
+//                epilogue as the tiles run it
+//
+// An operation that issues on ports of its own adds nothing to `dots`; one that shares
+// VPDPBUSD's ports adds its own issue time. The tiles' groupwise floor is `fold` against `dots`.
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+
+#include "dq4/kernels/cpu_features.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+namespace {
+
+enum class Epilogue { none, convert, add, fma, fold };
+
+constexpr int kRows = 4, kVectors = 4, kSteps = 8;
+
+#define DQ4_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+template <Epilogue E>
+DQ4_VNNI_TARGET void passes(benchmark::State& state) {
+  alignas(64) float sums[kRows][kVectors][16] = {};
+  __m512i acc[kRows][kVectors];
+  for (int r = 0; r < kRows; ++r)
+    for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm512_set1_epi32(r * kVectors + j);
+  __m512i w[kVectors];
+  for (int j = 0; j < kVectors; ++j) w[j] = _mm512_set1_epi8(static_cast<char>(j + 1));
+  const __m512i a = _mm512_set1_epi8(3);
+  const __m512 scale = _mm512_set1_ps(0.5f);
+  int32_t start = 0;
+  for (auto _ : state) {
+#pragma GCC unroll 8
+    for (int s = 0; s < kSteps; ++s)
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+        for (int j = 0; j < kVectors; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], w[j], a);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < kVectors; ++j) {
+        if constexpr (E == Epilogue::convert) {
+          __m512 f = _mm512_cvtepi32_ps(acc[r][j]);
+          __asm__ volatile("" : "+v"(f));
+        } else if constexpr (E == Epilogue::add) {
+          _mm512_store_ps(sums[r][j],
+                          _mm512_add_ps(_mm512_cvtepi32_ps(acc[r][j]), _mm512_load_ps(sums[r][j])));
+        } else if constexpr (E == Epilogue::fma || E == Epilogue::fold) {
+          _mm512_store_ps(sums[r][j], _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][j]), scale,
+                                                      _mm512_load_ps(sums[r][j])));
+          if constexpr (E == Epilogue::fold) acc[r][j] = _mm512_set1_epi32(start + r);
+        }
+      }
+    ++start;
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int j = 0; j < kVectors; ++j) benchmark::DoNotOptimize(acc[r][j]);
+  benchmark::DoNotOptimize(sums);
+}
+
+template <Epilogue E>
+void bm(benchmark::State& state) {
+  const dq4::CpuFeatures& f = dq4::cpu_features();
+  if (!(f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni)) {
+    state.SkipWithError("this CPU has no AVX512-VNNI");
+    return;
+  }
+  passes<E>(state);
+  state.counters["vpdpbusd_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kRows * kVectors * kSteps,
+                         benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(bm<Epilogue::none>)->Name("dots");
+BENCHMARK(bm<Epilogue::convert>)->Name("convert");
+BENCHMARK(bm<Epilogue::add>)->Name("add");
+BENCHMARK(bm<Epilogue::fma>)->Name("fma");
+BENCHMARK(bm<Epilogue::fold>)->Name("fold");
+
+}  // namespace
+
+#endif
+
+BENCHMARK_MAIN();
