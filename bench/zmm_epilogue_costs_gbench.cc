@@ -29,10 +29,9 @@ enum class Epilogue { none, convert, add, fma, fold };
 
 constexpr int kRows = 4, kVectors = 4, kSteps = 8;
 
-#define DQ4_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-
 template <Epilogue E>
-DQ4_VNNI_TARGET void passes(benchmark::State& state) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void passes(
+    benchmark::State& state) {
   alignas(64) float sums[kRows][kVectors][16] = {};
   __m512i acc[kRows][kVectors];
   for (int r = 0; r < kRows; ++r)
@@ -81,8 +80,7 @@ void bm(benchmark::State& state) {
   }
   passes<E>(state);
   state.counters["vpdpbusd_per_s"] =
-      benchmark::Counter(static_cast<double>(state.iterations()) * kRows * kVectors * kSteps,
-                         benchmark::Counter::kIsRate);
+      benchmark::Counter(kRows * kVectors * kSteps, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 BENCHMARK(bm<Epilogue::none>)->Name("dots");
