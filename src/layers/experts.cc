@@ -106,6 +106,15 @@ void Experts::forward(const float* x, int64_t m, int64_t ldx, const Rows& rows, 
   // Room for every expert at once: later steps routing to more experts allocate nothing.
   tiles.reserve(static_cast<size_t>(count));
   first_tile.reserve(static_cast<size_t>(count));
+  int64_t active = 0;
+  for (int64_t e = 0; e < count; ++e)
+    if (rows.offsets[static_cast<size_t>(e + 1)] > rows.offsets[static_cast<size_t>(e)]) ++active;
+  // Each expert's product is split for only as many threads as there are per routed expert:
+  // with at least one expert per thread (a decode step routing to 8 experts on 2 threads) every
+  // tile is a whole expert, a contiguous stream of its weights, instead of pieces of a few
+  // panels that the threads take in turns.
+  const int threads_per_expert =
+      static_cast<int>(std::max<int64_t>(1, pool.size() / std::max<int64_t>(1, active)));
   int64_t tile_count = 0;
   for (int64_t e = 0; e < count; ++e) {
     const int64_t first = rows.offsets[static_cast<size_t>(e)];
@@ -116,6 +125,7 @@ void Experts::forward(const float* x, int64_t m, int64_t ldx, const Rows& rows, 
     args.y = y + first * ldy;
     args.ldy = ldy;
     args.pool = &pool;
+    args.max_threads = threads_per_expert;
     tiles.emplace_back(weights(e), grouped, first, args);
     first_tile.push_back(tile_count);
     tile_count += tiles.back().count();
