@@ -75,9 +75,13 @@ void Experts::forward(const float* x, int64_t m, int64_t ldx, const Rows& rows, 
   if (static_cast<int64_t>(rows.offsets.size()) != count + 1 || rows.offsets.front() != 0)
     throw Error("Experts::forward: expected " + std::to_string(count + 1) +
                 " offsets starting at 0");
-  for (int64_t e = 0; e < count; ++e)
-    if (rows.offsets[static_cast<size_t>(e + 1)] < rows.offsets[static_cast<size_t>(e)])
-      throw Error("Experts::forward: offsets must not decrease");
+  int64_t used_experts = 0;  // with at least one row routed to them
+  for (int64_t e = 0; e < count; ++e) {
+    const int64_t rows_of_e =
+        rows.offsets[static_cast<size_t>(e + 1)] - rows.offsets[static_cast<size_t>(e)];
+    if (rows_of_e < 0) throw Error("Experts::forward: offsets must not decrease");
+    if (rows_of_e > 0) ++used_experts;
+  }
   const int64_t routed = rows.offsets.back();
   if (m <= 0 || (rows.source == nullptr && m != routed))
     throw Error("Experts::forward: " + std::to_string(m) + " input rows for " +
@@ -106,15 +110,12 @@ void Experts::forward(const float* x, int64_t m, int64_t ldx, const Rows& rows, 
   // Room for every expert at once: later steps routing to more experts allocate nothing.
   tiles.reserve(static_cast<size_t>(count));
   first_tile.reserve(static_cast<size_t>(count));
-  int64_t active = 0;
-  for (int64_t e = 0; e < count; ++e)
-    if (rows.offsets[static_cast<size_t>(e + 1)] > rows.offsets[static_cast<size_t>(e)]) ++active;
   // Each expert's product is split for only as many threads as there are per routed expert:
   // with at least one expert per thread (a decode step routing to 8 experts on 2 threads) every
   // tile is a whole expert, a contiguous stream of its weights, instead of pieces of a few
   // panels that the threads take in turns.
-  const int threads_per_expert =
-      static_cast<int>(std::max<int64_t>(1, pool.size() / std::max<int64_t>(1, active)));
+  // (routed > 0 here, so used_experts >= 1.)
+  const int threads_per_expert = static_cast<int>(std::max<int64_t>(1, pool.size() / used_experts));
   int64_t tile_count = 0;
   for (int64_t e = 0; e < count; ++e) {
     const int64_t first = rows.offsets[static_cast<size_t>(e)];
