@@ -12,9 +12,9 @@ namespace {
 // only another family has is told apart from a typo. A family adding a kernel name adds it here.
 constexpr std::string_view kFamilies[] = {"w4a8", "w4a16", "dense", "attention"};
 constexpr std::string_view kKernelNames[] = {
-    "reference",   "avx2",     "avx_vnni",  "avx512f",  "avx512_vnni", "avx512_vnni_zen4",
-    "avx512_bf16", "amx",      "amx_model", "amx_bf16", "neon",        "neon_dotprod",
-    "neon_i8mm",   "neon_bf16"};
+    "reference",        "avx2",        "avx_vnni", "avx512f",   "avx512f_zen4", "avx512_vnni",
+    "avx512_vnni_zen4", "avx512_bf16", "amx",      "amx_model", "amx_bf16",     "neon",
+    "neon_dotprod",     "neon_i8mm",   "neon_bf16"};
 
 template <class List>
 bool contains(const List& list, std::string_view name) {

@@ -84,14 +84,18 @@ const Kernel& KernelFamily<Kernel>::select(std::string_view isa_override) const 
       throw Error("DQ4_ISA: " + kernels::unsupported_reason(k.name, k.needs));
     return k;
   }
-  for (auto it = kernels_.rbegin(); it != kernels_.rend(); ++it) {
-    bool automatic = true;
-    if constexpr (requires { (*it)->automatic; }) automatic = (*it)->automatic;
-    if constexpr (requires { (*it)->preferred; })
-      automatic = automatic && ((*it)->preferred == nullptr || (*it)->preferred(cpu_features()));
-    if (automatic && exact(**it) && (*it)->supported(cpu_features())) return **it;
-  }
+  for (auto it = kernels_.rbegin(); it != kernels_.rend(); ++it)
+    if (eligible(**it)) return **it;
   return *kernels_.front();
+}
+
+template <class Kernel>
+bool KernelFamily<Kernel>::eligible(const Kernel& kernel) const {
+  if constexpr (requires { kernel.automatic; })
+    if (!kernel.automatic) return false;
+  if constexpr (requires { kernel.preferred; })
+    if (kernel.preferred != nullptr && !kernel.preferred(cpu_features())) return false;
+  return exact(kernel) && kernel.supported(cpu_features());
 }
 
 template <class Kernel>

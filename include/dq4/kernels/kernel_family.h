@@ -17,7 +17,7 @@
 //     of every family and DQ4_ISA=dense:avx512_bf16 only the dense one;
 //   * an entry naming no known kernel or family, a `<family>:` entry naming a kernel that family
 //     lacks, and a chosen kernel this CPU cannot run are errors (dq4::Error).
-// The automatic choice is the best supported kernel that computes the family's exact math.
+// The automatic choice is the best kernel eligible on this CPU (eligible() below).
 
 #include <mutex>
 #include <string>
@@ -49,6 +49,10 @@ class KernelFamily {
   bool exact(const Kernel& kernel) const;
   // Whether this CPU can run `kernel`; if not and `why` is given, says which feature is missing.
   bool supported(const Kernel& kernel, std::string* why = nullptr) const;
+  // Whether the automatic choice may pick `kernel` here: this CPU runs it, it computes the
+  // family's exact math, and it is tuned for this kind of core (a variant tuned for other cores,
+  // or one kept out of the automatic choice, runs only by name).
+  bool eligible(const Kernel& kernel) const;
   // The choice for the DQ4_ISA value `isa_override` (empty: automatic). Throws dq4::Error as
   // described above.
   const Kernel& select(std::string_view isa_override) const;

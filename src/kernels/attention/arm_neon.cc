@@ -14,6 +14,7 @@ struct Neon4 {
   };
   static constexpr int kValueHeads = 1;
   static constexpr int kKeys = 4;
+  static constexpr int kPrefetchLocality = 3;
 
   template <class Op>
   static DQ4_ATTENTION_INLINE F each(Op op) {

@@ -89,6 +89,8 @@ struct Kernel {
   // Computes `tile` of `problem` into problem.out, using scratch_floats() floats of `scratch`
   // (64-byte aligned).
   void (*run)(const Problem& problem, const Tile& tile, float* scratch);
+  // Set for a variant tuned for some cores: chosen automatically only where it returns true.
+  bool (*preferred)(const CpuFeatures&) = nullptr;
 };
 
 }  // namespace dq4::attention

@@ -10,6 +10,7 @@ extern const Kernel kReferenceKernel;
 #if defined(__x86_64__)
 extern const Kernel kAvx2Kernel;
 extern const Kernel kAvx512fKernel;
+extern const Kernel kAvx512fZen4Kernel;
 #elif defined(__aarch64__)
 extern const Kernel kNeonKernel;
 #endif
@@ -18,7 +19,7 @@ const KernelFamily<Kernel>& family() {
   static const KernelFamily<Kernel> table("attention", {
     &kReferenceKernel,
 #if defined(__x86_64__)
-        &kAvx2Kernel, &kAvx512fKernel,
+        &kAvx2Kernel, &kAvx512fKernel, &kAvx512fZen4Kernel,
 #elif defined(__aarch64__)
         &kNeonKernel,
 #endif

@@ -11,7 +11,8 @@
 //   NaN), round (to the nearest integer, ties to even), pow2(n) (2^n from an integral n in
 //   [-126, 0] through the exponent bits), zero_below(x, limit, y) = x < limit ? 0 : y, and
 //   reduce_keys(acc, scale, out): out[b] = reduce16(lanes of acc[b]) * scale for b < kKeys
-//   (<= kScorePad), by the same tree.
+//   (<= kScorePad), by the same tree, and kPrefetchLocality (__builtin_prefetch's: 3 fetches
+//   the keys and values ahead into L1, 2 into L2).
 //
 // A tile is processed kRowsPerPass query rows at a time, all its heads together, in three
 // sweeps per pass: scores for every (row, head), soft-capped when asked (the scalar soft_cap()),
@@ -91,7 +92,8 @@ struct TokenCursor {
 // hardware prefetchers follow one block's vectors, not the jump to the next block of the table.
 // Tokens before `cold` (swept by the tile's previous pass, so still cached) are skipped: a
 // prefetch of a cached line still takes a fill buffer and costs prefill more than it saves.
-template <class T>
+// kLocality: where the lines go (V::kPrefetchLocality).
+template <class T, int kLocality>
 struct Prefetcher {
   TokenCursor<T> cursor;
   int64_t at, end, bytes;
@@ -106,7 +108,8 @@ struct Prefetcher {
   void step() {
     if (at == end) return;
     const char* v = reinterpret_cast<const char*>(cursor.get());
-    for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(v + offset);
+    for (int64_t offset = 0; offset < bytes; offset += 64)
+      __builtin_prefetch(v + offset, 0, kLocality);
     cursor.next();
     ++at;
   }
@@ -161,7 +164,8 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
   const int64_t heads = t.head_end - t.head_begin, full = p.head_dim / 16, tail = p.head_dim % 16;
   const T* keys = static_cast<const T*>(p.kv.keys);
   TokenCursor<T> cursor(keys, p.kv, p.head_dim, t.kv_head, first);
-  Prefetcher<T> ahead(keys, p.kv, p.head_dim, t.kv_head, first, kPrefetchKeys, cold, end);
+  Prefetcher<T, V::kPrefetchLocality> ahead(keys, p.kv, p.head_dim, t.kv_head, first, kPrefetchKeys,
+                                            cold, end);
   for (int64_t j = first; j < end; j += kKeys) {
     const int64_t count = std::min<int64_t>(kKeys, end - j);
     const T* key[kKeys];
@@ -300,7 +304,8 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t col
   // The values of a block of keys j0 + k, k < kValueBlock.
   const T* values = static_cast<const T*>(p.kv.values);
   TokenCursor<T> cursor(values, p.kv, p.head_dim, t.kv_head, first);
-  Prefetcher<T> ahead(values, p.kv, p.head_dim, t.kv_head, first, kValueBlock, cold, end);
+  Prefetcher<T, V::kPrefetchLocality> ahead(values, p.kv, p.head_dim, t.kv_head, first, kValueBlock,
+                                            cold, end);
   const float* block_values[kValueBlock];
   const int64_t staged_floats = staged_vector_floats(p.head_dim);
   for (int64_t j0 = first; j0 < end; j0 += kValueBlock) {

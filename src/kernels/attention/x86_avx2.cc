@@ -14,6 +14,7 @@ struct Ymm2 {
   };
   static constexpr int kValueHeads = 1;
   static constexpr int kKeys = 4;
+  static constexpr int kPrefetchLocality = 3;
 
   static DQ4_ATTENTION_INLINE F zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
   static DQ4_ATTENTION_INLINE F set1(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
