@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dq4/kernels/attention.h"
+#include "dq4/kernels/cpu_features.h"
 #include "dq4/kernels/dense.h"
 #include "expect_error.h"
 
@@ -34,6 +35,19 @@ TEST(AttentionDispatch, AutomaticChoiceIsTheBestEligibleKernel) {
     if (k == &chosen) after = true;
   }
 }
+
+#if defined(__x86_64__)
+// On cores that run 512-bit operations in halves (Zen 4) the AVX-512F tiles that prefetch into L2;
+// elsewhere the ones that prefetch into L1.
+TEST(AttentionDispatch, ChoiceFollowsTheCore) {
+  const CpuFeatures& f = cpu_features();
+  const char* expected = f.avx512f && f.avx2 && f.fma
+                             ? (f.avx512_halves ? "avx512f_zen4" : "avx512f")
+                         : f.avx2 && f.fma ? "avx2"
+                                           : "reference";
+  EXPECT_EQ(attention::family().name(attention::family().select("")), expected) << f.to_string();
+}
+#endif
 
 TEST(AttentionDispatch, OverrideSelectsEachSupportedKernel) {
   for (const attention::Kernel* k : attention::family().kernels()) {

@@ -160,6 +160,8 @@ TEST(CpuDispatch, KernelsNotAutomaticAreChosenOnlyByName) {
   const KernelFamily<FakeKernel> family("w4a8", {&plain, &model});
   EXPECT_EQ(&family.select(""), &plain);
   EXPECT_EQ(&family.select("amx_model"), &model);
+  EXPECT_TRUE(family.eligible(plain));
+  EXPECT_FALSE(family.eligible(model));
 }
 
 // A kernel with `preferred` set is chosen automatically only where it returns true, and by name
@@ -174,6 +176,9 @@ TEST(CpuDispatch, KernelsTunedForOtherCoresAreChosenOnlyByName) {
   EXPECT_EQ(&KernelFamily<FakeKernel>("w4a8", {&plain, &other_core}).select("avx512_vnni"),
             &other_core);
   EXPECT_EQ(&KernelFamily<FakeKernel>("w4a8", {&plain, &this_core}).select(""), &this_core);
+  const KernelFamily<FakeKernel> both("w4a8", {&plain, &other_core, &this_core});
+  EXPECT_FALSE(both.eligible(other_core));
+  EXPECT_TRUE(both.eligible(this_core));
 }
 
 #if defined(__x86_64__)
