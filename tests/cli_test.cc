@@ -230,6 +230,31 @@ TEST(CliBench, ModelCasesCarryTheirOwnCeilingProbes) {
   EXPECT_NE(cases[2]["head"].get<std::string>().find("W4A8"), std::string::npos) << cases[2];
 }
 
+// --decode-after sets the context the decode starts from, and its keys and values count in the
+// ceiling: the same decode after a longer prompt reads more per token, so its ceiling is lower.
+TEST(CliBench, ModelDecodeAfterALongerPrompt) {
+  const auto decode_ceiling_work = [](const std::string& extra) {
+    const CliResult r =
+        run("bench model --synth tiny --quick --threads-list 1 --json --repeats 1" + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json cases = nlohmann::json::parse(r.out);
+    const nlohmann::json& decode = cases.at(1);
+    EXPECT_EQ(decode["phase"], "decode") << decode.dump();
+    // Bytes per token: the probed bandwidth over the ceiling in tokens/s.
+    return std::make_pair(
+        decode["decode_after"].get<int64_t>(),
+        decode["read_gbps"].get<double>() * 1e9 / decode["ceiling_tokens_per_s"].get<double>());
+  };
+  const auto [short_after, short_bytes] = decode_ceiling_work("");
+  const auto [long_after, long_bytes] = decode_ceiling_work(" --decode-after 200");
+  EXPECT_EQ(short_after, 16);
+  EXPECT_EQ(long_after, 200);
+  EXPECT_GT(long_bytes, short_bytes);
+  const CliResult bad = run("bench model --synth tiny --quick --decode-after 0");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--decode-after"), std::string::npos) << bad.err;
+}
+
 TEST(CliBench, BadOptionsAreClearErrors) {
   CliResult r = run("bench kernels --shapes 12x");
   EXPECT_EQ(r.exit_code, 1);

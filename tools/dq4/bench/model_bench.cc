@@ -95,12 +95,11 @@ struct Settings {
   std::vector<int64_t> prompt_lengths;
   std::vector<SpeculativeConfig> speculate;
   int64_t decode_tokens = 128;
+  // Decode starts after a prompt of this many tokens, the context its attention reads.
+  int64_t decode_after = 16;
   int repeats = 3;
   attention::KvType kv_type = attention::KvType::f32;
 };
-
-// Decode starts after a prompt of this many tokens.
-constexpr int64_t kDecodePrompt = 16;
 
 // The ceilings are probed beside each repeat, not once for the run: a shared host's speed drifts
 // within seconds, and a ratio against a probe taken a minute away measures the drift.
@@ -241,7 +240,7 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
       k.peak_rss_mb = probes.peak_rss_mb();
       cases.push_back(k);
     }
-  const std::vector<int32_t> prompt = random_tokens(kDecodePrompt, c.vocab_size, 2);
+  const std::vector<int32_t> prompt = random_tokens(s.decode_after, c.vocab_size, 2);
   std::vector<Repeat> repeats;
   // The speculative cases (with the prompts' pass only), each run right after the plain decode of
   // the same repeat: a shared host's speed drifts, a ratio of neighbours does not.
@@ -250,7 +249,7 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
   std::vector<std::vector<double>> speedups(n_spec);
   std::vector<SpeculativeRun> spec_runs(n_spec);
   std::vector<int32_t> plain_tokens;
-  Session session(model, kDecodePrompt + s.decode_tokens, s.kv_type, kPrefillChunk, &pool);
+  Session session(model, s.decode_after + s.decode_tokens, s.kv_type, kPrefillChunk, &pool);
   HeadTimer head_timer(model);
   for (int r = 0; r < s.repeats; ++r) {
     session.truncate(0);
@@ -279,7 +278,7 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
       // A draft model's proposer runs on the case's threads, its cache sized for the run.
       const std::unique_ptr<Proposer> proposer =
           config.draft ? make_draft_model_proposer(*config.draft, c.vocab_size,
-                                                   kDecodePrompt + s.decode_tokens, &pool)
+                                                   s.decode_after + s.decode_tokens, &pool)
                        : make_proposer(config);
       spec_runs[i] = speculative_decode(session, prompt, s.decode_tokens, config, *proposer,
                                         [&] { probes.read.read_next(pool, threads, kProbeChunk); });
@@ -293,7 +292,7 @@ void run_cases(Model& model, int threads, const Settings& s, const std::string& 
   }
   Case k{"decode", head, s.decode_tokens, threads};
   // Attention reads the keys and values of the context, which grows over the decode.
-  const int64_t mean_context = kDecodePrompt + s.decode_tokens / 2;
+  const int64_t mean_context = s.decode_after + s.decode_tokens / 2;
   k.work_per_token = static_cast<double>(cost.weight_bytes) +
                      static_cast<double>(cost.kv_bytes) * static_cast<double>(mean_context);
   k = summarize_repeats(k, repeats);
@@ -345,7 +344,8 @@ std::string format_speedup(const Case& k) {
 
 int run_model_bench(int argc, char** argv, int first) {
   Args args("bench model",
-            "Prompt processing (128 and 512 tokens) and decode (128 tokens) of a whole model at\n"
+            "Prompt processing (128 and 512 tokens) and decode (128 tokens after a 16-token\n"
+            "prompt; --decode-after for a longer context) of a whole model at\n"
             "1 and 2 threads, each as tokens/s and as a fraction of its ceiling probed beside it\n"
             "(three repeats, the median shown): decode against read bandwidth / bytes read per\n"
             "token, prompt against the int8 dot-product peak / int-ops per token. Then decode "
@@ -357,6 +357,10 @@ int run_model_bench(int argc, char** argv, int first) {
   args.option("threads-list", "LIST", "thread counts", "1,2");
   args.option("quick", "", "prompt 128, decode 32, one run each (seconds, for the demo)");
   args.option("decode-tokens", "N", "decode this many tokens (default 128; --quick: 32)");
+  args.option("decode-after", "N",
+              "decode after a prompt of N tokens: the context its attention reads, whose keys and "
+              "values count in the decode ceiling",
+              "16");
   args.option("repeats", "N", "runs of each case (default 3; --quick: 1)");
   args.option("json", "", "print one JSON array (an object per case)");
   args.option("speculate", "SPEC",
@@ -388,6 +392,9 @@ int run_model_bench(int argc, char** argv, int first) {
   }
   if (args.given("decode-tokens")) s.decode_tokens = args.integer("decode-tokens");
   if (args.given("repeats")) s.repeats = static_cast<int>(args.integer("repeats"));
+  s.decode_after = args.integer("decode-after");
+  if (s.decode_after < 1 || s.decode_after > 1 << 20)
+    throw Error("option --decode-after: expected 1..1048576");
   if (s.decode_tokens < 1 || s.decode_tokens > 1 << 20)
     throw Error("option --decode-tokens: expected 1..1048576");
   if (s.repeats < 1 || s.repeats > 1000) throw Error("option --repeats: expected 1..1000");
@@ -432,7 +439,7 @@ int run_model_bench(int argc, char** argv, int first) {
     }
     const size_t first = cases.size();
     for (int t : threads) run_cases(*model, t, s, head, probes, cases, prompts);
-    int64_t context = kDecodePrompt + s.decode_tokens;
+    int64_t context = s.decode_after + s.decode_tokens;
     if (prompts)
       for (int64_t n : s.prompt_lengths) context = std::max(context, n);
     const double model_bytes = static_cast<double>(model->load_report().packed_bytes) +
@@ -465,6 +472,7 @@ int run_model_bench(int argc, char** argv, int first) {
                             {"packed_mb", static_cast<double>(packed) / 1e6},
                             {"embedding_mb", static_cast<double>(embedding) / 1e6},
                             {"load_s", load_seconds}};
+      if (k.phase == "decode") row["decode_after"] = s.decode_after;
       if (!k.speculate.empty()) {
         row["speculate"] = k.speculate;
         row["speedup"] = k.speedup;
@@ -493,10 +501,12 @@ int run_model_bench(int argc, char** argv, int first) {
         k.speculate.empty() ? k.head.c_str()
                             : ("speculate " + k.speculate + ": " + format_speedup(k)).c_str());
   std::printf(
-      "ceilings probed beside each of the %d repeats (the one with the median ratio shown): decode "
-      "against the read bandwidth of %zu MiB read after every token (%s), prompt against the "
-      "int8 peak (%s, %d runs) before and after the repeat\n",
-      s.repeats, kProbeChunk >> 20, "widest loads", dot_peak_name(probes.peak), kPeakRunsAround);
+      "decode after a prompt of %lld tokens; ceilings probed beside each of the %d repeats (the "
+      "one with the median ratio shown): decode against the read bandwidth of %zu MiB read after "
+      "every token (%s), prompt against the int8 peak (%s, %d runs) before and after the "
+      "repeat\n",
+      static_cast<long long>(s.decode_after), s.repeats, kProbeChunk >> 20, "widest loads",
+      dot_peak_name(probes.peak), kPeakRunsAround);
   return 0;
 }
 
