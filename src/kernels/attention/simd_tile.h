@@ -33,6 +33,10 @@ namespace {
 
 // Score sweep: how far ahead keys are prefetched.
 constexpr int64_t kPrefetchKeys = 16;
+// Score sweep: F32 keys are read in place, not staged, by passes of at most this many
+// (row, head)s: a decode step's one row with a kv group of up to 4 heads, or a prompt's 4 rows of
+// one head (multi-head attention).
+constexpr int64_t kInPlaceReaders = 4;
 
 // Up to 16 elements from p (the rest 0) as f32: the tail of a head_dim that is no multiple of 16.
 template <class V, class T>
@@ -154,48 +158,76 @@ DQ4_ATTENTION_INLINE void stage_keys(const T* const* key, int64_t head_dim, floa
       V::store(staged + 16 * b, load_part<V>(key[b] + 16 * full, tail));
 }
 
-// Scores s_j = dot(q, k_j) * scale of every (row, head) of the pass, keys [first, end).
+// The scores of one batch of V::kKeys keys for every (row, head) of the pass, from column
+// `column` of their score rows. kStaged: the keys as stage_keys() lays them out at `keys`; else
+// F32 keys in place, key b at keys + b * head_dim (a batch within one cache block).
+template <class V, bool kStaged>
+DQ4_ATTENTION_INLINE void batch_scores(const Problem& p, const Tile& t, int64_t r0, int64_t rows,
+                                       const float* keys, int64_t column, const PassScratch& s) {
+  using F = typename V::F;
+  constexpr int kKeys = V::kKeys;
+  const int64_t heads = t.head_end - t.head_begin, full = p.head_dim / 16, tail = p.head_dim % 16;
+  // Chunk c of key b.
+  const auto chunk = [&](int b, int64_t c) {
+    return kStaged ? keys + 16 * kKeys * c + 16 * b : keys + b * p.head_dim + 16 * c;
+  };
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* q = p.q + (r0 + r) * p.ldq + (t.head_begin + h) * p.head_dim;
+      F acc[kKeys];
+#pragma GCC unroll 16
+      for (int b = 0; b < kKeys; ++b) acc[b] = V::zero();
+      for (int64_t c = 0; c < full; ++c) {
+        const F qv = V::load(q + 16 * c);
+#pragma GCC unroll 16
+        for (int b = 0; b < kKeys; ++b) acc[b] = V::fma(qv, V::load(chunk(b, c)), acc[b]);
+      }
+      if (tail != 0) {  // both operands zero past the tail
+        const F qv = load_part<V>(q + 16 * full, tail);
+#pragma GCC unroll 16
+        for (int b = 0; b < kKeys; ++b)
+          acc[b] = V::fma(
+              qv, kStaged ? V::load(chunk(b, full)) : load_part<V>(chunk(b, full), tail), acc[b]);
+      }
+      // A last batch writes kKeys - count unused scores into the row's padding.
+      V::reduce_keys(acc, p.scale, s.score_row(r, h) + column);
+    }
+}
+
+// Scores s_j = dot(q, k_j) * scale of every (row, head) of the pass, keys [first, end). A batch
+// of F32 keys within one cache block is read in place when the pass has few (row, head)s to read
+// it (a decode step's), for whom staging it costs more than it saves.
 template <class V, class T>
 void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t first,
                  int64_t cold, int64_t end, const PassScratch& s) {
-  using F = typename V::F;
   constexpr int kKeys = V::kKeys;
   static_assert(kKeys <= kMaxKeysAtOnce && kKeys <= kScorePad);
-  const int64_t heads = t.head_end - t.head_begin, full = p.head_dim / 16, tail = p.head_dim % 16;
   const T* keys = static_cast<const T*>(p.kv.keys);
   TokenCursor<T> cursor(keys, p.kv, p.head_dim, t.kv_head, first);
   Prefetcher<T, V::kPrefetchLocality> ahead(keys, p.kv, p.head_dim, t.kv_head, first, kPrefetchKeys,
                                             cold, end);
+  const bool few_readers = rows * (t.head_end - t.head_begin) <= kInPlaceReaders;
   for (int64_t j = first; j < end; j += kKeys) {
     const int64_t count = std::min<int64_t>(kKeys, end - j);
+    // Past the end of the keys the batch reads on within the block (in place) or the last key
+    // again (staged); those dots are not used.
+    const bool in_place =
+        std::is_same_v<T, float> && few_readers && cursor.slot + kKeys <= p.kv.block_size;
     const T* key[kKeys];
-    for (int b = 0; b < kKeys; ++b) {  // past the end: the last key again, its dot unused
+    for (int b = 0; b < kKeys; ++b) {
       key[b] = cursor.get();
       if (b + 1 < count) cursor.next();
       ahead.step();
     }
     cursor.next();
-    stage_keys<V>(key, p.head_dim, s.keys);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t h = 0; h < heads; ++h) {
-        const float* q = p.q + (r0 + r) * p.ldq + (t.head_begin + h) * p.head_dim;
-        F acc[kKeys];
-#pragma GCC unroll 16
-        for (int b = 0; b < kKeys; ++b) acc[b] = V::zero();
-        const float* staged = s.keys;
-        for (int64_t c = 0; c < full; ++c, staged += 16 * kKeys) {
-          const F qv = V::load(q + 16 * c);
-#pragma GCC unroll 16
-          for (int b = 0; b < kKeys; ++b) acc[b] = V::fma(qv, V::load(staged + 16 * b), acc[b]);
-        }
-        if (tail != 0) {
-          const F qv = load_part<V>(q + 16 * full, tail);
-#pragma GCC unroll 16
-          for (int b = 0; b < kKeys; ++b) acc[b] = V::fma(qv, V::load(staged + 16 * b), acc[b]);
-        }
-        // A last batch writes kKeys - count unused scores into the row's padding.
-        V::reduce_keys(acc, p.scale, s.score_row(r, h) + (j - first));
+    if constexpr (std::is_same_v<T, float>) {
+      if (in_place) {
+        batch_scores<V, false>(p, t, r0, rows, key[0], j - first, s);
+        continue;
       }
+    }
+    stage_keys<V>(key, p.head_dim, s.keys);
+    batch_scores<V, true>(p, t, r0, rows, s.keys, j - first, s);
   }
 }
 
