@@ -211,8 +211,7 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
     const int64_t count = std::min<int64_t>(kKeys, end - j);
     // Past the end of the keys the batch reads on within the block (in place) or the last key
     // again (staged); those dots are not used.
-    const bool in_place =
-        std::is_same_v<T, float> && few_readers && cursor.slot + kKeys <= p.kv.block_size;
+    const bool in_place = few_readers && cursor.slot + kKeys <= p.kv.block_size;
     const T* key[kKeys];
     for (int b = 0; b < kKeys; ++b) {
       key[b] = cursor.get();

@@ -359,8 +359,7 @@ int run_model_bench(int argc, char** argv, int first) {
   args.option("decode-tokens", "N", "decode this many tokens (default 128; --quick: 32)");
   args.option("decode-after", "N",
               "decode after a prompt of N tokens: the context its attention reads, whose keys and "
-              "values count in the decode ceiling",
-              "16");
+              "values count in the decode ceiling (default 16)");
   args.option("repeats", "N", "runs of each case (default 3; --quick: 1)");
   args.option("json", "", "print one JSON array (an object per case)");
   args.option("speculate", "SPEC",
@@ -391,12 +390,12 @@ int run_model_bench(int argc, char** argv, int first) {
     s.prompt_lengths = {128, 512};
   }
   if (args.given("decode-tokens")) s.decode_tokens = args.integer("decode-tokens");
+  if (args.given("decode-after")) s.decode_after = args.integer("decode-after");
   if (args.given("repeats")) s.repeats = static_cast<int>(args.integer("repeats"));
-  s.decode_after = args.integer("decode-after");
-  if (s.decode_after < 1 || s.decode_after > 1 << 20)
-    throw Error("option --decode-after: expected 1..1048576");
   if (s.decode_tokens < 1 || s.decode_tokens > 1 << 20)
     throw Error("option --decode-tokens: expected 1..1048576");
+  if (s.decode_after < 1 || s.decode_after > 1 << 20)
+    throw Error("option --decode-after: expected 1..1048576");
   if (s.repeats < 1 || s.repeats > 1000) throw Error("option --repeats: expected 1..1000");
   std::vector<int> threads;
   for (int64_t t : parse_integer_list("threads-list", args.value("threads-list"))) {
