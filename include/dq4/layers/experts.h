@@ -21,12 +21,12 @@ namespace dq4 {
 // What Experts::forward does besides the products, in the same pool job.
 struct ExpertsPass {
   // Called on ranges of the input's rows just before they are read (may write them).
-  FunctionRef<void(int64_t, int64_t)> before;
+  FunctionRef<void(int64_t, int64_t)> before = {};
   // Called on ranges of the grouped rows once their outputs are written.
-  FunctionRef<void(int64_t, int64_t)> after;
+  FunctionRef<void(int64_t, int64_t)> after = {};
   // Called on ranges of [0, finish_rows) once every grouped row's output is written and `after`
   // has run on it (e.g. the weighted sum of each token's experts).
-  FunctionRef<void(int64_t, int64_t)> finish;
+  FunctionRef<void(int64_t, int64_t)> finish = {};
   int64_t finish_rows = 0;
 };
 

@@ -49,7 +49,7 @@ struct LinearPass {
   // the job: `before` just before rows r0..r1 of x are read (it may write them: e.g. the norm
   // that makes them), `after` once every output of those rows is written (e.g. rotary embeddings
   // of them). Neither may run another Linear.
-  FunctionRef<void(int64_t, int64_t)> before, after;
+  FunctionRef<void(int64_t, int64_t)> before = {}, after = {};
 };
 
 class Linear {
