@@ -36,7 +36,7 @@ struct Case {
   std::string head;   // what the head runs
   int64_t tokens = 0;
   int threads = 0;
-  std::string speculate;  // decode with speculation: its proposer ("replay:k=4,accept=0.6")
+  std::string speculate = {};  // decode with speculation: its proposer ("replay:k=4,accept=0.6")
   // The repeat with the median ceiling ratio: its speed and its own ceiling.
   double tokens_per_s = 0;
   double ceiling_tokens_per_s = 0;

@@ -165,7 +165,7 @@ double timed_read(ThreadPool& pool, int threads, const uint8_t* from, size_t byt
 // exactly once (with intrinsics, GCC 12 adds a register copy per VPDPBUSD).
 constexpr int kZmmAccumulators = 16;
 constexpr int kYmmAccumulators = 12;
-constexpr int kMaddubsChains = 8;
+constexpr int kMaddubsPerIteration = 8;
 
 __attribute__((target("avx512f,avx512vnni"))) uint64_t loop_avx512_vnni(int64_t iterations,
                                                                         int seed) {
@@ -229,35 +229,26 @@ __attribute__((target("avx2,avxvnni"))) uint64_t loop_avx_vnni(int64_t iteration
   return fold_ymm(sum);
 }
 
-// u8 x s8 -> int32 without VNNI, as AVX2 kernels do it: VPMADDUBSW (adjacent pairs to int16),
-// VPMADDWD by ones (to int32), VPADDD into the accumulator.
+// u8 x s8 without VNNI: VPMADDUBSW, 32 multiplies with adjacent pairs summed to int16, the one
+// multiplying instruction of every AVX2 int8 dot product. The adds that complete a dot product
+// (int16 and int32 sums, the widening VPMADDWD) share its ports or others depending on the core,
+// and a kernel chooses how few it needs (dq4's avx2 W4A8 widens once per 32 k), so the bound is
+// the multiplies alone: independent destinations, each instruction once per iteration.
 __attribute__((target("avx2"))) uint64_t loop_avx2_maddubs(int64_t iterations, int seed) {
   const __m256i a = _mm256_set1_epi32(seed), b = _mm256_set1_epi32(seed * 7 + 1);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i c0 = _mm256_set1_epi32(0), c1 = _mm256_set1_epi32(1), c2 = _mm256_set1_epi32(2),
-          c3 = _mm256_set1_epi32(3);
-  __m256i c4 = c0, c5 = c1, c6 = c2, c7 = c3;
-  __m256i t0, t1;
+  __m256i p0 = a, p1 = a, p2 = a, p3 = a, p4 = a, p5 = a, p6 = a, p7 = a;
   for (int64_t i = 0; i < iterations; ++i) {
-#define DQ4_MADDUBS_STEP(c, t)       \
-  "vpmaddubsw %[b], %[a], %[" t      \
-  "]\n\t"                            \
-  "vpmaddwd %[ones], %[" t "], %[" t \
-  "]\n\t"                            \
-  "vpaddd %[" t "], %[" c "], %[" c "]\n\t"
-    __asm__ volatile(DQ4_MADDUBS_STEP("c0", "t0") DQ4_MADDUBS_STEP("c1", "t1")
-                         DQ4_MADDUBS_STEP("c2", "t0") DQ4_MADDUBS_STEP("c3", "t1")
-                             DQ4_MADDUBS_STEP("c4", "t0") DQ4_MADDUBS_STEP("c5", "t1")
-                                 DQ4_MADDUBS_STEP("c6", "t0") DQ4_MADDUBS_STEP("c7", "t1")
-                     : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4),
-                       [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7), [t0] "=&x"(t0), [t1] "=&x"(t1)
-                     : [a] "x"(a), [b] "x"(b), [ones] "x"(ones));
-#undef DQ4_MADDUBS_STEP
+#define DQ4_MADDUBS(p) "vpmaddubsw %[b], %[a], %[" p "]\n\t"
+    __asm__ volatile(DQ4_MADDUBS("p0") DQ4_MADDUBS("p1") DQ4_MADDUBS("p2") DQ4_MADDUBS("p3")
+                         DQ4_MADDUBS("p4") DQ4_MADDUBS("p5") DQ4_MADDUBS("p6") DQ4_MADDUBS("p7")
+                     : [p0] "=x"(p0), [p1] "=x"(p1), [p2] "=x"(p2), [p3] "=x"(p3), [p4] "=x"(p4),
+                       [p5] "=x"(p5), [p6] "=x"(p6), [p7] "=x"(p7)
+                     : [a] "x"(a), [b] "x"(b));
+#undef DQ4_MADDUBS
   }
-  const __m256i sum =
-      _mm256_xor_si256(_mm256_xor_si256(_mm256_xor_si256(c0, c1), _mm256_xor_si256(c2, c3)),
-                       _mm256_xor_si256(_mm256_xor_si256(c4, c5), _mm256_xor_si256(c6, c7)));
-  return fold_ymm(sum);
+  return fold_ymm(
+      _mm256_xor_si256(_mm256_xor_si256(_mm256_xor_si256(p0, p1), _mm256_xor_si256(p2, p3)),
+                       _mm256_xor_si256(_mm256_xor_si256(p4, p5), _mm256_xor_si256(p6, p7))));
 }
 
 // TDPBUSD on the tile unit: four independent 16 x 16 int32 accumulators (tmm0..3) over one A
@@ -374,7 +365,7 @@ PeakLoop peak_loop(DotPeak peak) {
     case DotPeak::avx_vnni:
       return {loop_avx_vnni, 2.0 * 32 * kYmmAccumulators};
     case DotPeak::avx2_maddubs:
-      return {loop_avx2_maddubs, 2.0 * 32 * kMaddubsChains};
+      return {loop_avx2_maddubs, 2.0 * 32 * kMaddubsPerIteration};
     case DotPeak::amx_int8:
       return {loop_amx_int8, 2.0 * 16 * 16 * 64 * kTileAccumulators};
 #endif
@@ -531,7 +522,7 @@ const char* dot_peak_name(DotPeak peak) {
     case DotPeak::avx_vnni:
       return "VPDPBUSD ymm (VEX)";
     case DotPeak::avx2_maddubs:
-      return "VPMADDUBSW+VPMADDWD+VPADDD ymm";
+      return "VPMADDUBSW ymm";
     case DotPeak::amx_int8:
       return "TDPBUSD 16x16x64";
     default:

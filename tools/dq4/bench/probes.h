@@ -72,7 +72,7 @@ enum class DotPeak {
   none,          // no probe for this CPU or kernel
   avx512_vnni,   // VPDPBUSD zmm: 64 u8 x s8 multiply-adds into int32
   avx_vnni,      // VPDPBUSD ymm (VEX): 32
-  avx2_maddubs,  // VPMADDUBSW + VPMADDWD + VPADDD ymm: 32
+  avx2_maddubs,  // VPMADDUBSW ymm: 32 u8 x s8 multiplies summed in pairs to int16
   amx_int8,      // TDPBUSD on 16 x 64-byte tiles: 16 x 16 x 64
 };
 
