@@ -99,6 +99,21 @@ std::vector<AttentionCase> attention_cases() {
     prefill.softcap = 2.0f;
     cases.push_back(prefill);
   }
+  // BF16 values of a decode row read by one accumulate call (one head per kv head, as OLMoE's
+  // multi-head attention, widened as loaded) and by two (eight heads per kv head, staged); five
+  // rows make a pass of four, then one of a single row.
+  for (int64_t group : {1, 8})
+    for (int64_t tokens : {1, 5}) {
+      AttentionCase decode;
+      decode.head_dim = 128;
+      decode.num_kv_heads = 3;
+      decode.group = group;
+      decode.tokens = tokens;
+      decode.first_position = 300;
+      decode.type = KvType::bf16;
+      decode.threads = 2;
+      cases.push_back(decode);
+    }
   // Scores in the thousands: e^s overflows, softmax must not.
   AttentionCase large;
   large.num_kv_heads = 2;

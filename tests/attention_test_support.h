@@ -28,8 +28,8 @@ struct AttentionCase {
 
 // The shared list: head_dim 8, 16, 40, 64, 72, 80, 128; GQA ratios 1, 2, 4, 8; 1..40 new tokens
 // with and without a cached prefix; windows 0 and small; soft-capping off and on (a cap near the
-// scores' size, so that tanh bends them); block sizes 1, 16, 32; F32 and BF16;
-// 1, 2 and 3 threads; padded strides.
+// scores' size, so that tanh bends them); block sizes 1, 16, 32; F32 and BF16 (BF16 decode
+// rows with 1, 4 and 8 heads per kv head); 1, 2 and 3 threads; padded strides.
 std::vector<AttentionCase> attention_cases();
 
 struct AttentionData {

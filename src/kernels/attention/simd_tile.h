@@ -159,11 +159,12 @@ DQ4_ATTENTION_INLINE void stage_keys(const T* const* key, int64_t head_dim, floa
 }
 
 // The scores of one batch of V::kKeys keys for every (row, head) of the pass, from column
-// `column` of their score rows. kStaged: the keys as stage_keys() lays them out at `keys`; else
-// F32 keys in place, key b at keys + b * head_dim (a batch within one cache block).
-template <class V, bool kStaged>
+// `column` of their score rows. kStaged: the keys as stage_keys() lays them out at `keys` (K is
+// float); else the cache's keys in place, key b at keys + b * head_dim (a batch within one cache
+// block), BF16 widened as loaded.
+template <class V, bool kStaged, class K>
 DQ4_ATTENTION_INLINE void batch_scores(const Problem& p, const Tile& t, int64_t r0, int64_t rows,
-                                       const float* keys, int64_t column, const PassScratch& s) {
+                                       const K* keys, int64_t column, const PassScratch& s) {
   using F = typename V::F;
   constexpr int kKeys = V::kKeys;
   const int64_t heads = t.head_end - t.head_begin, full = p.head_dim / 16, tail = p.head_dim % 16;
@@ -195,8 +196,9 @@ DQ4_ATTENTION_INLINE void batch_scores(const Problem& p, const Tile& t, int64_t 
 }
 
 // Scores s_j = dot(q, k_j) * scale of every (row, head) of the pass, keys [first, end). A batch
-// of F32 keys within one cache block is read in place when the pass has few (row, head)s to read
-// it (a decode step's), for whom staging it costs more than it saves.
+// of keys within one cache block is read in place when the pass has few (row, head)s to read it
+// (a decode step's), for whom staging it costs more than it saves: F32 keys for up to
+// kInPlaceReaders, BF16 keys (widened again by every reader) for one.
 template <class V, class T>
 void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t first,
                  int64_t cold, int64_t end, const PassScratch& s) {
@@ -206,7 +208,8 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
   TokenCursor<T> cursor(keys, p.kv, p.head_dim, t.kv_head, first);
   Prefetcher<T, V::kPrefetchLocality> ahead(keys, p.kv, p.head_dim, t.kv_head, first, kPrefetchKeys,
                                             cold, end);
-  const bool few_readers = rows * (t.head_end - t.head_begin) <= kInPlaceReaders;
+  const int64_t readers = rows * (t.head_end - t.head_begin);
+  const bool few_readers = readers <= (std::is_same_v<T, float> ? kInPlaceReaders : 1);
   for (int64_t j = first; j < end; j += kKeys) {
     const int64_t count = std::min<int64_t>(kKeys, end - j);
     // Past the end of the keys the batch reads on within the block (in place) or the last key
@@ -219,11 +222,9 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
       ahead.step();
     }
     cursor.next();
-    if constexpr (std::is_same_v<T, float>) {
-      if (in_place) {
-        batch_scores<V, false>(p, t, r0, rows, key[0], j - first, s);
-        continue;
-      }
+    if (in_place) {
+      batch_scores<V, false>(p, t, r0, rows, key[0], j - first, s);
+      continue;
     }
     stage_keys<V>(key, p.head_dim, s.keys);
     batch_scores<V, true>(p, t, r0, rows, s.keys, j - first, s);
@@ -267,9 +268,9 @@ float softmax_weights(float* e, int64_t n) {
 }
 
 // o[n] += sum over k in [k0, k1) of e[n][k] value[k], for the output accumulators of NH heads
-// of one row (each value vector loaded once for all of them).
-template <class V, int NH>
-DQ4_ATTENTION_INLINE void accumulate_values(const Problem& p, const float* const* value,
+// of one row (each value vector loaded once for all of them); S: f32, or BF16 widened as loaded.
+template <class V, int NH, class S>
+DQ4_ATTENTION_INLINE void accumulate_values(const Problem& p, const S* const* value,
                                             const float* const* e, int64_t k0, int64_t k1,
                                             float* const* o) {
   using F = typename V::F;
@@ -314,35 +315,23 @@ DQ4_ATTENTION_INLINE void accumulate_values(const Problem& p, const float* const
   }
 }
 
-// One pass of rows [r0, r0 + rows); keys before `cold` were swept by the previous pass.
-template <class V, class T>
-void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t cold,
-          const PassScratch& s) {
+// The weighted values of the pass's (row, head)s over keys [first, end), a block of kValueBlock
+// keys at a time, into their output accumulators; S: what accumulate_values reads, the cache's
+// own vectors (T) or f32 copies staged once per block for every (row, head).
+template <class V, class T, class S>
+void value_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t first,
+                 int64_t cold, int64_t end, const PassScratch& s) {
   const int64_t heads = t.head_end - t.head_begin;
-  const int64_t first = p.key_begin(r0), end = p.key_end(r0 + rows - 1);
-  score_sweep<V, T>(p, t, r0, rows, first, cold, end, s);
-
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t h = 0; h < heads; ++h) {
-      const int64_t lo = p.key_begin(r0 + r), hi = p.key_end(r0 + r);
-      float* scores = s.score_row(r, h) + (lo - first);
-      if (p.softcap > 0)
-        for (int64_t j = 0; j < hi - lo; ++j) scores[j] = soft_cap(scores[j], p.softcap);
-      *s.sum(r, h) = softmax_weights<V>(scores, hi - lo);
-      std::fill(s.out_row(r, h), s.out_row(r, h) + p.head_dim, 0.0f);
-    }
-
-  // The values of a block of keys j0 + k, k < kValueBlock.
   const T* values = static_cast<const T*>(p.kv.values);
   TokenCursor<T> cursor(values, p.kv, p.head_dim, t.kv_head, first);
   Prefetcher<T, V::kPrefetchLocality> ahead(values, p.kv, p.head_dim, t.kv_head, first, kValueBlock,
                                             cold, end);
-  const float* block_values[kValueBlock];
+  const S* block_values[kValueBlock];
   const int64_t staged_floats = staged_vector_floats(p.head_dim);
   for (int64_t j0 = first; j0 < end; j0 += kValueBlock) {
     const int64_t j1 = std::min(end, j0 + kValueBlock);
     for (int64_t j = j0; j < j1; ++j, cursor.next()) {
-      if constexpr (std::is_same_v<T, float>) {
+      if constexpr (std::is_same_v<S, T>) {
         block_values[j - j0] = cursor.get();
       } else {  // widened once for every row and head of the pass
         float* staged = s.values + (j - j0) * staged_floats;
@@ -363,13 +352,42 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t col
           o[i] = s.out_row(r, h + i);
         }
         if (n == V::kValueHeads)
-          accumulate_values<V, V::kValueHeads>(p, block_values, e, lo - j0, hi - j0, o);
+          accumulate_values<V, V::kValueHeads, S>(p, block_values, e, lo - j0, hi - j0, o);
         else
-          accumulate_values<V, 1>(p, block_values, e, lo - j0, hi - j0, o);
+          accumulate_values<V, 1, S>(p, block_values, e, lo - j0, hi - j0, o);
         h += n;
       }
     }
   }
+}
+
+// One pass of rows [r0, r0 + rows); keys before `cold` were swept by the previous pass.
+template <class V, class T>
+void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t cold,
+          const PassScratch& s) {
+  const int64_t heads = t.head_end - t.head_begin;
+  const int64_t first = p.key_begin(r0), end = p.key_end(r0 + rows - 1);
+  score_sweep<V, T>(p, t, r0, rows, first, cold, end, s);
+
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t lo = p.key_begin(r0 + r), hi = p.key_end(r0 + r);
+      float* scores = s.score_row(r, h) + (lo - first);
+      if (p.softcap > 0)
+        for (int64_t j = 0; j < hi - lo; ++j) scores[j] = soft_cap(scores[j], p.softcap);
+      *s.sum(r, h) = softmax_weights<V>(scores, hi - lo);
+      std::fill(s.out_row(r, h), s.out_row(r, h) + p.head_dim, 0.0f);
+    }
+
+  // Each BF16 value vector is widened once: as the sweep loads it when one accumulate call reads
+  // it (a decode step's row whose kv group has kValueHeads heads, or one), else into scratch
+  // for all the calls that read it.
+  if constexpr (std::is_same_v<T, float>)
+    value_sweep<V, T, float>(p, t, r0, rows, first, cold, end, s);
+  else if (rows * (heads / V::kValueHeads + heads % V::kValueHeads) == 1)
+    value_sweep<V, T, T>(p, t, r0, rows, first, cold, end, s);
+  else
+    value_sweep<V, T, float>(p, t, r0, rows, first, cold, end, s);
 
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < heads; ++h) {
