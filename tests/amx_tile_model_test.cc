@@ -91,11 +91,15 @@ TEST(AmxTileModel, DotProductsMatchTheScalarDefinitionAndWrap) {
       // Outside the configured shape: the store leaves memory alone, the register holds zeros.
       for (int m = 0; m < 16; ++m)
         for (int n = 0; n < 16; ++n)
-          if (m >= s.rows || n >= s.n) ASSERT_EQ(got[m * 16 + n], -1);
+          if (m >= s.rows || n >= s.n) {
+            ASSERT_EQ(got[m * 16 + n], -1);
+          }
       const uint8_t* reg = t.bytes(0);
       for (int m = 0; m < 16; ++m)
         for (int i = 0; i < 64; ++i)
-          if (m >= s.rows || i >= 4 * s.n) ASSERT_EQ(reg[m * 64 + i], 0) << m << " " << i;
+          if (m >= s.rows || i >= 4 * s.n) {
+            ASSERT_EQ(reg[m * 64 + i], 0) << m << " " << i;
+          }
     }
   }
   t.release();
