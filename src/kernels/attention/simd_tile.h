@@ -143,19 +143,19 @@ DQ4_ATTENTION_INLINE void stage_vector(const T* v, int64_t head_dim, float* stag
   if (tail != 0) V::store(staged + 16 * full, load_part<V>(v + 16 * full, tail));
 }
 
-// V::kKeys keys as f32 at `staged`, chunk-major (16 lanes of every key, then the next 16), a
-// partial last chunk zero-filled: every (row, head) of a pass reads them with one base pointer
-// and, for BF16 caches, without widening them again.
-template <class V, class T>
-DQ4_ATTENTION_INLINE void stage_keys(const T* const* key, int64_t head_dim, float* staged) {
+// V::kKeys keys (key(b): key b's vector) as f32 at `staged`, chunk-major (16 lanes of every key,
+// then the next 16), a partial last chunk zero-filled: every (row, head) of a pass reads them
+// with one base pointer and, for BF16 caches, without widening them again.
+template <class V, class T, class Key>
+DQ4_ATTENTION_INLINE void stage_keys(Key&& key, int64_t head_dim, float* staged) {
   const int64_t full = head_dim / 16, tail = head_dim % 16;
   for (int64_t c = 0; c < full; ++c, staged += 16 * V::kKeys)
 #pragma GCC unroll 16
-    for (int b = 0; b < V::kKeys; ++b) V::store(staged + 16 * b, V::load(key[b] + 16 * c));
+    for (int b = 0; b < V::kKeys; ++b) V::store(staged + 16 * b, V::load(key(b) + 16 * c));
   if (tail != 0)
 #pragma GCC unroll 16
     for (int b = 0; b < V::kKeys; ++b)
-      V::store(staged + 16 * b, load_part<V>(key[b] + 16 * full, tail));
+      V::store(staged + 16 * b, load_part<V>(key(b) + 16 * full, tail));
 }
 
 // The scores of one batch of V::kKeys keys for every (row, head) of the pass, from column
@@ -212,21 +212,26 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
   const bool few_readers = readers <= (std::is_same_v<T, float> ? kInPlaceReaders : 1);
   for (int64_t j = first; j < end; j += kKeys) {
     const int64_t count = std::min<int64_t>(kKeys, end - j);
-    // Past the end of the keys the batch reads on within the block (in place) or the last key
-    // again (staged); those dots are not used.
-    const bool in_place = few_readers && cursor.slot + kKeys <= p.kv.block_size;
+    // A batch within one cache block is one vector after another from its first key (past the
+    // end of the keys it reads on within the block); another repeats its last key to fill up.
+    // Those dots are not used.
+    const bool in_block = cursor.slot + kKeys <= p.kv.block_size;
     const T* key[kKeys];
+    const T* const first_key = cursor.get();
     for (int b = 0; b < kKeys; ++b) {
-      key[b] = cursor.get();
+      if (!in_block) key[b] = cursor.get();
       if (b + 1 < count) cursor.next();
       ahead.step();
     }
     cursor.next();
-    if (in_place) {
-      batch_scores<V, false>(p, t, r0, rows, key[0], j - first, s);
+    if (in_block && few_readers) {
+      batch_scores<V, false>(p, t, r0, rows, first_key, j - first, s);
       continue;
     }
-    stage_keys<V>(key, p.head_dim, s.keys);
+    if (in_block)
+      stage_keys<V, T>([&](int b) { return first_key + b * p.head_dim; }, p.head_dim, s.keys);
+    else
+      stage_keys<V, T>([&](int b) { return key[b]; }, p.head_dim, s.keys);
     batch_scores<V, true>(p, t, r0, rows, s.keys, j - first, s);
   }
 }
