@@ -208,8 +208,8 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
   TokenCursor<T> cursor(keys, p.kv, p.head_dim, t.kv_head, first);
   Prefetcher<T, V::kPrefetchLocality> ahead(keys, p.kv, p.head_dim, t.kv_head, first, kPrefetchKeys,
                                             cold, end);
-  const int64_t readers = rows * (t.head_end - t.head_begin);
-  const bool few_readers = readers <= (std::is_same_v<T, float> ? kInPlaceReaders : 1);
+  const bool few_readers =
+      rows * (t.head_end - t.head_begin) <= (std::is_same_v<T, float> ? kInPlaceReaders : 1);
   for (int64_t j = first; j < end; j += kKeys) {
     const int64_t count = std::min<int64_t>(kKeys, end - j);
     // A batch within one cache block is one vector after another from its first key (past the
@@ -384,12 +384,10 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t col
       std::fill(s.out_row(r, h), s.out_row(r, h) + p.head_dim, 0.0f);
     }
 
-  // Each BF16 value vector is widened once: as the sweep loads it when one accumulate call reads
-  // it (a decode step's row whose kv group has kValueHeads heads, or one), else into scratch
-  // for all the calls that read it.
-  if constexpr (std::is_same_v<T, float>)
-    value_sweep<V, T, float>(p, t, r0, rows, first, cold, end, s);
-  else if (rows * (heads / V::kValueHeads + heads % V::kValueHeads) == 1)
+  // F32 values are read in place. Each BF16 value vector is widened once: as the sweep loads it
+  // when one accumulate call reads it (a decode step's row whose kv group has kValueHeads heads,
+  // or one), else into scratch for all the calls that read it.
+  if (std::is_same_v<T, float> || rows * (heads / V::kValueHeads + heads % V::kValueHeads) == 1)
     value_sweep<V, T, T>(p, t, r0, rows, first, cold, end, s);
   else
     value_sweep<V, T, float>(p, t, r0, rows, first, cold, end, s);
