@@ -10,9 +10,16 @@
 //   fma          VCVTDQ2PS, then VFMADD with a scale into f32 sums in L1
 //   fold         the same, the accumulators then restarting from a broadcast: the groupwise
 //                epilogue as the tiles run it
+//   mul_add      VCVTDQ2PS, VMULPS by the scale, VADDPS: the fma as an exact product (a group
+//                sum of at most 2^15 times a bf16 scale is exact in f32) and an add
+//   madd_add     VPMADDWD of each accumulator by the scale's 8-bit significand, VCVTDQ2PS,
+//                VSCALEFPS by its power of two, VADDPS: the same exact product with the integer
+//                multiplier
+//   scalef_add   VCVTDQ2PS, VSCALEFPS, VADDPS: a power-of-two scale, no multiplier at all
 //
 // An operation that issues on ports of its own adds nothing to `dots`; one that shares
-// VPDPBUSD's ports adds its own issue time. The tiles' groupwise floor is `fold` against `dots`.
+// VPDPBUSD's ports adds its own issue time. The tiles' groupwise floor is `fold` against `dots`;
+// mul_add and madd_add show whether a bit-exact epilogue without the fma could avoid those ports.
 
 #include <benchmark/benchmark.h>
 
@@ -25,7 +32,7 @@
 
 namespace {
 
-enum class Epilogue { none, convert, add, fma, fold };
+enum class Epilogue { none, convert, add, fma, fold, mul_add, madd_add, scalef_add };
 
 constexpr int kRows = 4, kVectors = 4, kSteps = 8;
 
@@ -40,6 +47,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void passes(
   for (int j = 0; j < kVectors; ++j) w[j] = _mm512_set1_epi8(static_cast<char>(j + 1));
   const __m512i a = _mm512_set1_epi8(3);
   const __m512 scale = _mm512_set1_ps(0.5f);
+  const __m512i significand = _mm512_set1_epi32(0x80);
+  const __m512 exponent = _mm512_set1_ps(-8.0f);
   int32_t start = 0;
   for (auto _ : state) {
 #pragma GCC unroll 8
@@ -62,6 +71,17 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void passes(
           _mm512_store_ps(sums[r][j], _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][j]), scale,
                                                       _mm512_load_ps(sums[r][j])));
           if constexpr (E == Epilogue::fold) acc[r][j] = _mm512_set1_epi32(start + r);
+        } else if constexpr (E == Epilogue::mul_add) {
+          _mm512_store_ps(sums[r][j],
+                          _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][j]), scale),
+                                        _mm512_load_ps(sums[r][j])));
+        } else if constexpr (E == Epilogue::madd_add) {
+          const __m512 product = _mm512_scalef_ps(
+              _mm512_cvtepi32_ps(_mm512_madd_epi16(acc[r][j], significand)), exponent);
+          _mm512_store_ps(sums[r][j], _mm512_add_ps(product, _mm512_load_ps(sums[r][j])));
+        } else if constexpr (E == Epilogue::scalef_add) {
+          const __m512 product = _mm512_scalef_ps(_mm512_cvtepi32_ps(acc[r][j]), exponent);
+          _mm512_store_ps(sums[r][j], _mm512_add_ps(product, _mm512_load_ps(sums[r][j])));
         }
       }
     ++start;
@@ -88,6 +108,9 @@ BENCHMARK(bm<Epilogue::convert>)->Name("convert");
 BENCHMARK(bm<Epilogue::add>)->Name("add");
 BENCHMARK(bm<Epilogue::fma>)->Name("fma");
 BENCHMARK(bm<Epilogue::fold>)->Name("fold");
+BENCHMARK(bm<Epilogue::mul_add>)->Name("mul_add");
+BENCHMARK(bm<Epilogue::madd_add>)->Name("madd_add");
+BENCHMARK(bm<Epilogue::scalef_add>)->Name("scalef_add");
 
 }  // namespace
 
