@@ -67,12 +67,14 @@ DQ4_ATTENTION_INLINE typename V::F exp_approx(typename V::F x) {
 }
 
 // Where the vectors of consecutive tokens of one kv head lie, stepping through the block table
-// without a division per token.
+// without a division or a multiplication per token: the block's address is looked up when the
+// cursor first reads in it.
 template <class T>
 struct TokenCursor {
   const T* base;
   const PagedKv* kv;
   int64_t head_offset, head_dim, block, slot;
+  const T* block_start = nullptr;  // null until read in this block
 
   TokenCursor(const T* base, const PagedKv& kv, int64_t head_dim, int64_t g, int64_t j)
       : base(base),
@@ -81,13 +83,16 @@ struct TokenCursor {
         head_dim(head_dim),
         block(j / kv.block_size),
         slot(j % kv.block_size) {}
-  const T* get() const {
-    return base + kv->block_table[block] * kv->block_stride + head_offset + slot * head_dim;
+  const T* get() {
+    if (block_start == nullptr)
+      block_start = base + kv->block_table[block] * kv->block_stride + head_offset;
+    return block_start + slot * head_dim;
   }
   void next() {
     if (++slot == kv->block_size) {
       slot = 0;
       ++block;
+      block_start = nullptr;
     }
   }
 };
@@ -161,16 +166,19 @@ DQ4_ATTENTION_INLINE void stage_keys(Key&& key, int64_t head_dim, float* staged)
 // The scores of one batch of V::kKeys keys for every (row, head) of the pass, from column
 // `column` of their score rows. kStaged: the keys as stage_keys() lays them out at `keys` (K is
 // float); else the cache's keys in place, key b at keys + b * head_dim (a batch within one cache
-// block), BF16 widened as loaded.
-template <class V, bool kStaged, class K>
+// block), BF16 widened as loaded. kHeadDim > 0: p.head_dim, known at compile time, so that the
+// in-place keys' chunks are constant offsets from `keys` (with a run-time stride every key
+// needs an index register, more than x86-64 has free for 16 keys).
+template <class V, bool kStaged, int kHeadDim = 0, class K>
 DQ4_ATTENTION_INLINE void batch_scores(const Problem& p, const Tile& t, int64_t r0, int64_t rows,
                                        const K* keys, int64_t column, const PassScratch& s) {
   using F = typename V::F;
   constexpr int kKeys = V::kKeys;
-  const int64_t heads = t.head_end - t.head_begin, full = p.head_dim / 16, tail = p.head_dim % 16;
+  const int64_t head_dim = kHeadDim > 0 ? kHeadDim : p.head_dim;
+  const int64_t heads = t.head_end - t.head_begin, full = head_dim / 16, tail = head_dim % 16;
   // Chunk c of key b.
   const auto chunk = [&](int b, int64_t c) {
-    return kStaged ? keys + 16 * kKeys * c + 16 * b : keys + b * p.head_dim + 16 * c;
+    return kStaged ? keys + 16 * kKeys * c + 16 * b : keys + b * head_dim + 16 * c;
   };
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < heads; ++h) {
@@ -225,7 +233,12 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
     }
     cursor.next();
     if (in_block && few_readers) {
-      batch_scores<V, false>(p, t, r0, rows, first_key, j - first, s);
+      if (p.head_dim == 64)
+        batch_scores<V, false, 64>(p, t, r0, rows, first_key, j - first, s);
+      else if (p.head_dim == 128)
+        batch_scores<V, false, 128>(p, t, r0, rows, first_key, j - first, s);
+      else
+        batch_scores<V, false>(p, t, r0, rows, first_key, j - first, s);
       continue;
     }
     if (in_block)
