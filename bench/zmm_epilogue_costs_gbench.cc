@@ -64,24 +64,22 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void passes(
         if constexpr (E == Epilogue::convert) {
           __m512 f = _mm512_cvtepi32_ps(acc[r][j]);
           __asm__ volatile("" : "+v"(f));
-        } else if constexpr (E == Epilogue::add) {
-          _mm512_store_ps(sums[r][j],
-                          _mm512_add_ps(_mm512_cvtepi32_ps(acc[r][j]), _mm512_load_ps(sums[r][j])));
         } else if constexpr (E == Epilogue::fma || E == Epilogue::fold) {
           _mm512_store_ps(sums[r][j], _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][j]), scale,
                                                       _mm512_load_ps(sums[r][j])));
           if constexpr (E == Epilogue::fold) acc[r][j] = _mm512_set1_epi32(start + r);
-        } else if constexpr (E == Epilogue::mul_add) {
-          _mm512_store_ps(sums[r][j],
-                          _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][j]), scale),
-                                        _mm512_load_ps(sums[r][j])));
-        } else if constexpr (E == Epilogue::madd_add) {
-          const __m512 product = _mm512_scalef_ps(
-              _mm512_cvtepi32_ps(_mm512_madd_epi16(acc[r][j], significand)), exponent);
-          _mm512_store_ps(sums[r][j], _mm512_add_ps(product, _mm512_load_ps(sums[r][j])));
-        } else if constexpr (E == Epilogue::scalef_add) {
-          const __m512 product = _mm512_scalef_ps(_mm512_cvtepi32_ps(acc[r][j]), exponent);
-          _mm512_store_ps(sums[r][j], _mm512_add_ps(product, _mm512_load_ps(sums[r][j])));
+        } else if constexpr (E != Epilogue::none) {  // a term added into the f32 sums
+          __m512 term;
+          if constexpr (E == Epilogue::add)
+            term = _mm512_cvtepi32_ps(acc[r][j]);
+          else if constexpr (E == Epilogue::mul_add)
+            term = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][j]), scale);
+          else if constexpr (E == Epilogue::madd_add)
+            term = _mm512_scalef_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(acc[r][j], significand)),
+                                    exponent);
+          else
+            term = _mm512_scalef_ps(_mm512_cvtepi32_ps(acc[r][j]), exponent);
+          _mm512_store_ps(sums[r][j], _mm512_add_ps(term, _mm512_load_ps(sums[r][j])));
         }
       }
     ++start;
