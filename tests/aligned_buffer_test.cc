@@ -9,6 +9,14 @@
 #include <cstdint>
 #include <utility>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+#endif
+
 namespace dq4 {
 namespace {
 
@@ -51,6 +59,28 @@ TEST(AlignedBuffer, CopiesAndMovesKeepTheBytes) {
     EXPECT_EQ(assigned.data()[bytes - 1], 0xff);
   }
 }
+
+#if defined(__linux__)
+// A mapped buffer ends with its own last page: nothing is mapped (or made resident) past it, so a
+// buffer a little over a huge page never costs a second one. mincore fails with ENOMEM on an
+// address range that is not mapped.
+TEST(AlignedBuffer, AMappingEndsAtTheBuffersLastPage) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (size_t bytes : {AlignedBuffer::kHugePage + 64, AlignedBuffer::kHugePage * 2 + 5 * page}) {
+    AlignedBuffer b(bytes);
+    std::fill(b.data(), b.data() + bytes, uint8_t{1});
+    const size_t pages = (bytes + page - 1) / page;
+    std::vector<unsigned char> resident(pages);
+    ASSERT_EQ(mincore(b.data(), pages * page, resident.data()), 0) << bytes;
+    EXPECT_TRUE(
+        std::all_of(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; }));
+    unsigned char past = 0;
+    errno = 0;
+    EXPECT_EQ(mincore(b.data() + pages * page, page, &past), -1) << bytes;
+    EXPECT_EQ(errno, ENOMEM) << bytes;
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace dq4

@@ -1,10 +1,10 @@
 #pragma once
 // An owned, 64-byte aligned, zero-initialised byte buffer (cache-line aligned for SIMD loads).
 // Buffers of 2 MiB or more (packed weights, the KV cache) are anonymous mappings aligned to 2 MiB
-// and advised to use transparent huge pages: their pages arrive zeroed from the kernel when first
-// touched, so the threads that pack a matrix fault in their own parts and nobody memsets it, and
-// a 1B model's weights take ~600 page faults instead of ~270,000 (slow in a VM) and the decode
-// stream a TLB miss every 2 MiB instead of every 4 KiB.
+// whose whole 2 MiB pieces are advised to use transparent huge pages. Their pages arrive zeroed
+// from the kernel when first touched, so the threads that pack a matrix fault in their own parts
+// and nobody memsets it, and huge pages take far fewer page faults (slow in a VM) and give the
+// decode stream a TLB miss per 2 MiB instead of per 4 KiB.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +15,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace dq4 {
@@ -64,9 +65,17 @@ class AlignedBuffer {
 #if defined(__linux__)
   static bool mapped(size_t bytes) { return bytes >= kHugePage; }
 
-  // Maps one huge page more than needed and unmaps the unaligned head and the tail.
+  static size_t page_size() {
+    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return page;
+  }
+
+  // Maps one huge page more than needed and unmaps the unaligned head and everything past the
+  // buffer's last page. Only the whole huge pages are advised to be huge: a last huge page made
+  // whole would take 2 MiB of memory for what may be a few bytes of the buffer (an expert of a
+  // mixture packed into 2.3 MiB would take 4), so the tail keeps 4 KiB pages.
   static uint8_t* map_zeroed(size_t bytes) {
-    const size_t length = rounded(bytes, kHugePage);
+    const size_t length = rounded(bytes, page_size());
     void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) throw std::bad_alloc();
@@ -76,13 +85,18 @@ class AlignedBuffer {
     const uintptr_t end = begin + length + kHugePage;
     if (end > aligned + length)
       munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
-#if defined(MADV_HUGEPAGE)
     // Advice only: without transparent huge pages the mapping keeps 4 KiB pages.
-    madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);
+    const size_t huge = length / kHugePage * kHugePage;
+#if defined(MADV_HUGEPAGE)
+    madvise(reinterpret_cast<void*>(aligned), huge, MADV_HUGEPAGE);
+#endif
+#if defined(MADV_NOHUGEPAGE)
+    if (length > huge)
+      madvise(reinterpret_cast<void*>(aligned + huge), length - huge, MADV_NOHUGEPAGE);
 #endif
     return reinterpret_cast<uint8_t*>(aligned);
   }
-  static void unmap(uint8_t* data, size_t bytes) { munmap(data, rounded(bytes, kHugePage)); }
+  static void unmap(uint8_t* data, size_t bytes) { munmap(data, rounded(bytes, page_size())); }
 #else
   static bool mapped(size_t) { return false; }
   static uint8_t* map_zeroed(size_t) { return nullptr; }
