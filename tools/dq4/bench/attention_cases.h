@@ -1,9 +1,10 @@
 #pragma once
 // The attention rows of `dq4 bench kernels` (kind attention): Llama-3.2-1B's attention (32
-// heads, 8 kv heads, head_dim 64) over a paged KV cache in blocks of 16 tokens, F32 and BF16:
-// decode (1 new token) at contexts 512, 2048 and 4096, and a 512-token prefill. Each case
-// cycles through cold copies of its cache. In a CaseResult, N is heads x head_dim, K the context
-// and M the new tokens; "weights" are the keys and values read.
+// heads of 64 over 8 kv heads) and a multi-head one (OLMoE's: 16 heads of 128, 16 kv heads) over
+// a paged KV cache in blocks of 16 tokens, F32 and BF16: decode (1 new token) at contexts 512,
+// 2048 and 4096, and a 512-token prefill. Each case cycles through cold copies of its cache. In a
+// CaseResult, N is heads x head_dim, K the context and M the new tokens; "weights" are the keys
+// and values read; the variant names the cache type and heads x head_dim / kv heads.
 
 #include <cstddef>
 #include <functional>

@@ -324,8 +324,10 @@ int run_kernel_bench(int argc, char** argv, int first) {
       "bench kernels",
       "Speed of the matmul kernels on cold weights, per kind (--kind): w4a8 (int4 weights x\n"
       "per-row int8 activations -> f32), w4a16 (the same int4 weights x f32 activations),\n"
-      "dense-bf16 and dense-f32 (unquantized weights x f32), attention (Llama-3.2-1B heads over\n"
-      "a paged F32 / BF16 KV cache: N = heads x head_dim, K = context, M = new tokens, wGB/s =\n"
+      "dense-bf16 and dense-f32 (unquantized weights x f32), attention (Llama-3.2-1B's and "
+      "OLMoE's\n"
+      "heads over a paged F32 / BF16 KV cache: N = heads x head_dim, K = context, M = new tokens, "
+      "wGB/s =\n"
       "keys and values read; bw_ratio for every M).\n"
       "Per case GFLOP/s (2MNK/t), packed-weight GB/s and, measured in the same run,\n"
       "roofline_ratio = max((packed weights + f32 activations) / read bandwidth, 2MNK / compute\n"

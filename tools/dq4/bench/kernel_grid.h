@@ -23,7 +23,7 @@ inline constexpr const char* kKernelKinds[] = {
     "w4a16",       // the same int4 weights x f32 activations (weight-only), over the group sizes
     "dense-bf16",  // unquantized BF16 weights (e.g. lm_head) x f32 activations
     "dense-f32",   // unquantized F32 weights x f32 activations
-    "attention",   // paged-KV attention, Llama-3.2-1B heads (bench/attention_cases.h)
+    "attention",   // paged-KV attention, Llama-3.2-1B and OLMoE heads (bench/attention_cases.h)
 };
 
 struct KernelGrid {
