@@ -358,24 +358,60 @@ void value_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
       }
       ahead.step();  // the next block's values
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t lo = std::max(j0, p.key_begin(r0 + r)), hi = std::min(j1, p.key_end(r0 + r));
-      if (lo >= hi) continue;
-      for (int64_t h = 0; h < heads;) {
-        const int n = heads - h >= V::kValueHeads ? V::kValueHeads : 1;
+    if (heads >= V::kValueHeads) {
+      // The heads of a row, kValueHeads at a time, share each value load.
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t lo = std::max(j0, p.key_begin(r0 + r)), hi = std::min(j1, p.key_end(r0 + r));
+        if (lo >= hi) continue;
+        for (int64_t h = 0; h < heads;) {
+          const int n = heads - h >= V::kValueHeads ? V::kValueHeads : 1;
+          const float* e[V::kValueHeads];
+          float* o[V::kValueHeads];
+          for (int i = 0; i < n; ++i) {
+            e[i] = s.score_row(r, h + i) + (j0 - first);
+            o[i] = s.out_row(r, h + i);
+          }
+          if (n == V::kValueHeads)
+            accumulate_values<V, V::kValueHeads, S>(p, block_values, e, lo - j0, hi - j0, o);
+          else
+            accumulate_values<V, 1, S>(p, block_values, e, lo - j0, hi - j0, o);
+          h += n;
+        }
+      }
+      continue;
+    }
+    // Fewer heads than kValueHeads (multi-head attention): the rows of a head, kValueHeads at a
+    // time, share each value load. Each row's keys stay in key order: those before the keys all
+    // of them see, those, then the keys after them (the causal edge or a window gives some rows
+    // keys the others do not see).
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = 0; r < rows; r += V::kValueHeads) {
+        const int n = static_cast<int>(std::min<int64_t>(V::kValueHeads, rows - r));
         const float* e[V::kValueHeads];
         float* o[V::kValueHeads];
+        int64_t lo[V::kValueHeads], hi[V::kValueHeads];
+        int64_t k0 = 0, k1 = j1 - j0;  // the keys all of them see
         for (int i = 0; i < n; ++i) {
-          e[i] = s.score_row(r, h + i) + (j0 - first);
-          o[i] = s.out_row(r, h + i);
+          e[i] = s.score_row(r + i, h) + (j0 - first);
+          o[i] = s.out_row(r + i, h);
+          lo[i] = std::max(j0, p.key_begin(r0 + r + i)) - j0;
+          hi[i] = std::min(j1, p.key_end(r0 + r + i)) - j0;
+          k0 = std::max(k0, lo[i]);
+          k1 = std::min(k1, hi[i]);
         }
-        if (n == V::kValueHeads)
-          accumulate_values<V, V::kValueHeads, S>(p, block_values, e, lo - j0, hi - j0, o);
-        else
-          accumulate_values<V, 1, S>(p, block_values, e, lo - j0, hi - j0, o);
-        h += n;
+        if (n < V::kValueHeads || k0 >= k1) k0 = k1 = 0;  // each row alone
+        for (int i = 0; i < n; ++i) {
+          const int64_t before = std::min(k0, hi[i]);
+          if (lo[i] < before)
+            accumulate_values<V, 1, S>(p, block_values, &e[i], lo[i], before, &o[i]);
+        }
+        if (k0 < k1) accumulate_values<V, V::kValueHeads, S>(p, block_values, e, k0, k1, o);
+        for (int i = 0; i < n; ++i) {
+          const int64_t after = std::max(k1, lo[i]);
+          if (after < hi[i])
+            accumulate_values<V, 1, S>(p, block_values, &e[i], after, hi[i], &o[i]);
+        }
       }
-    }
   }
 }
 
@@ -398,9 +434,12 @@ void pass(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int64_t col
     }
 
   // F32 values are read in place. Each BF16 value vector is widened once: as the sweep loads it
-  // when one accumulate call reads it (a decode step's row whose kv group has kValueHeads heads,
-  // or one), else into scratch for all the calls that read it.
-  if (std::is_same_v<T, float> || rows * (heads / V::kValueHeads + heads % V::kValueHeads) == 1)
+  // when one accumulate call reads it (kValueHeads (row, head)s or one), else into scratch for
+  // all the calls that read it.
+  const int64_t calls = heads >= V::kValueHeads
+                            ? rows * (heads / V::kValueHeads + heads % V::kValueHeads)
+                            : heads * (rows / V::kValueHeads + rows % V::kValueHeads);
+  if (std::is_same_v<T, float> || calls == 1)
     value_sweep<V, T, T>(p, t, r0, rows, first, cold, end, s);
   else
     value_sweep<V, T, float>(p, t, r0, rows, first, cold, end, s);
