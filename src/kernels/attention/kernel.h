@@ -40,8 +40,10 @@ struct Tile {
   int64_t kv_head, head_begin, head_end, row_begin, row_end;
 };
 
-// Rows a kernel handles at once (their scores and outputs live in scratch together).
-constexpr int64_t kRowsPerPass = 4;
+// Rows a kernel handles at once (their scores and outputs live in scratch together). A pass
+// brings each key and value from L2 once for all of its rows, so a prompt's passes read the cache
+// less often the more rows each takes.
+constexpr int64_t kRowsPerPass = 8;
 // Padding of each score row, so that 16-lane loads past its end stay inside scratch.
 constexpr int64_t kScorePad = 16;
 

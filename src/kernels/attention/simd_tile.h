@@ -34,8 +34,8 @@ namespace {
 // Score sweep: how far ahead keys are prefetched.
 constexpr int64_t kPrefetchKeys = 16;
 // Score sweep: F32 keys are read in place, not staged, by passes of at most this many
-// (row, head)s: a decode step's one row with a kv group of up to 4 heads, or a prompt's 4 rows of
-// one head (multi-head attention).
+// (row, head)s: a decode step's one row with a kv group of up to 4 heads, or the last few rows of
+// a multi-head prompt.
 constexpr int64_t kInPlaceReaders = 4;
 
 // Up to 16 elements from p (the rest 0) as f32: the tail of a head_dim that is no multiple of 16.
