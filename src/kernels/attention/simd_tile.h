@@ -34,8 +34,8 @@ namespace {
 // Score sweep: how far ahead keys are prefetched.
 constexpr int64_t kPrefetchKeys = 16;
 // Score sweep: F32 keys are read in place, not staged, by passes of at most this many
-// (row, head)s: a decode step's one row with a kv group of up to 4 heads, or the last few rows of
-// a multi-head prompt.
+// (row, head)s (a decode step's one row with a kv group of up to 4 heads), and by the rows of a
+// multi-head prompt's pass.
 constexpr int64_t kInPlaceReaders = 4;
 
 // Up to 16 elements from p (the rest 0) as f32: the tail of a head_dim that is no multiple of 16.
@@ -216,8 +216,9 @@ void score_sweep(const Problem& p, const Tile& t, int64_t r0, int64_t rows, int6
   TokenCursor<T> cursor(keys, p.kv, p.head_dim, t.kv_head, first);
   Prefetcher<T, V::kPrefetchLocality> ahead(keys, p.kv, p.head_dim, t.kv_head, first, kPrefetchKeys,
                                             cold, end);
+  const int64_t heads = t.head_end - t.head_begin;
   const bool few_readers =
-      rows * (t.head_end - t.head_begin) <= (std::is_same_v<T, float> ? kInPlaceReaders : 1);
+      std::is_same_v<T, float> ? rows * heads <= kInPlaceReaders || heads == 1 : rows * heads == 1;
   for (int64_t j = first; j < end; j += kKeys) {
     const int64_t count = std::min<int64_t>(kKeys, end - j);
     // A batch within one cache block is one vector after another from its first key (past the
