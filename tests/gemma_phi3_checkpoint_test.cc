@@ -65,12 +65,13 @@ TEST_P(QuantizedCheckpoint, LoadsAndPredictsWhatTheOriginalDoes) {
   const Checkpoint ckpt = Checkpoint::open_dir(q.output_dir);
   const bool phi3 = s.config.architecture == "Phi3ForCausalLM";
   const std::string layer = "model.layers.0.";
-  for (const std::string module :
+  for (const std::string& module :
        phi3 ? std::vector<std::string>{"self_attn.qkv_proj", "mlp.gate_up_proj"}
             : std::vector<std::string>{"self_attn.q_proj", "mlp.gate_proj"})
     EXPECT_NE(ckpt.find(layer + module + ".weight_packed"), nullptr) << module;
-  if (s.config.architecture.starts_with("Gemma"))
+  if (s.config.architecture.starts_with("Gemma")) {
     EXPECT_NE(ckpt.find(layer + "post_feedforward_layernorm.weight"), nullptr);
+  }
 
   const std::unique_ptr<Model> model = Model::load(q.output_dir);
   const std::vector<std::string> lines = model->describe();

@@ -239,8 +239,9 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     EXPECT_EQ(c.num_experts_per_tok, o.config.num_experts_per_tok);
     EXPECT_EQ(c.moe_intermediate_size, o.config.moe_intermediate_size);
     EXPECT_EQ(c.shared_expert_intermediate_size, o.config.shared_expert_intermediate_size);
-    if (name != "tiny-mixtral")  // Mixtral's config has no norm_topk_prob: it always renormalizes
+    if (name != "tiny-mixtral") {  // Mixtral's config has no norm_topk_prob: it always renormalizes
       EXPECT_EQ(c.norm_topk_prob, o.config.norm_topk_prob);
+    }
     if (c.num_experts > 0) {
       const std::string moe = name == "tiny-mixtral" ? "block_sparse_moe." : "mlp.";
       const std::string last = "model.layers.1." + moe + "experts." +
