@@ -82,7 +82,7 @@ bool supported(const CpuFeatures& f) { return f.neon; }
 
 }  // namespace
 
-extern const Kernel kNeonKernel = {"neon", "f32_f32bf16kv_f32_neon_4rows", "neon", supported,
+extern const Kernel kNeonKernel = {"neon", "f32_f32bf16kv_f32_neon_8rows", "neon", supported,
                                    run_simd<Neon4>};
 
 }  // namespace dq4::attention

@@ -84,7 +84,7 @@ bool supported(const CpuFeatures& f) { return f.avx2 && f.fma; }
 
 }  // namespace
 
-extern const Kernel kAvx2Kernel = {"avx2", "f32_f32bf16kv_f32_avx2_4rows", "avx2+fma", supported,
+extern const Kernel kAvx2Kernel = {"avx2", "f32_f32bf16kv_f32_avx2_8rows", "avx2+fma", supported,
                                    run_simd<Ymm2>};
 
 }  // namespace dq4::attention

@@ -5,7 +5,7 @@
 
 namespace dq4::attention {
 
-extern const Kernel kAvx512fKernel = {"avx512f", "f32_f32bf16kv_f32_avx512f_4rows",
+extern const Kernel kAvx512fKernel = {"avx512f", "f32_f32bf16kv_f32_avx512f_8rows",
                                       "avx2+fma+avx512f", avx512f_supported, run_simd<Zmm>};
 
 }  // namespace dq4::attention

@@ -19,7 +19,7 @@ bool preferred(const CpuFeatures& f) { return f.avx512_halves; }
 }  // namespace
 
 extern const Kernel kAvx512fZen4Kernel = {
-    "avx512f_zen4",          "f32_f32bf16kv_f32_avx512fzen4_4rows",
+    "avx512f_zen4",          "f32_f32bf16kv_f32_avx512fzen4_8rows",
     "avx2+fma+avx512f",      avx512f_supported,
     run_simd<ZmmPrefetchL2>, preferred};
 
