@@ -128,8 +128,31 @@ TEST(Architecture, GemmaWindowsScalesAndNorms) {
   EXPECT_EQ(g2.final_softcap, 30.0f);
   EXPECT_FALSE(g2.qk_norm);
   EXPECT_EQ(g2.layer(1).pre_feedforward_norm, "model.layers.1.pre_feedforward_layernorm.weight");
+  // Gemma's MLP runs hidden_activation, whatever hidden_act says (as transformers).
   c["hidden_act"] = "gelu";
+  expect_error([&] { architecture(c); }, {"hidden_act", "gelu"});
+  c["hidden_activation"] = "gelu_pytorch_tanh";
+  EXPECT_EQ(architecture(c).activation, Activation::gelu_tanh);
+  c["hidden_act"] = "gelu_pytorch_tanh";
+  c["hidden_activation"] = "gelu";
   expect_error([&] { architecture(c); }, {"hidden_activation", "gelu"});
+  c.erase("hidden_activation");
+  // A cap or scale of zero or below would divide by zero or turn the logits over; null or absent
+  // is the way to turn a cap off.
+  for (const char* field : {"attn_logit_softcapping", "final_logit_softcapping",
+                            "query_pre_attn_scalar", "rope_local_base_freq"})
+    for (double bad : {0.0, -1.0}) {
+      nlohmann::json b = c;
+      b[field] = bad;
+      expect_error([&] { architecture(b); }, {"config.json", field, "positive"});
+    }
+  for (const char* field : {"sliding_window_pattern", "original_max_position_embeddings"}) {
+    nlohmann::json b = c;
+    b[field] = 0;
+    expect_error([&] { architecture(b); }, {"config.json", field, "positive"});
+  }
+  c["attn_logit_softcapping"] = nullptr;
+  EXPECT_EQ(architecture(c).attention_softcap, 0.0f);
 
   // Gemma 3's multimodal checkpoint: the text model of text_config, its tensors under
   // language_model., Gemma3TextConfig's defaults where text_config is silent.

@@ -411,5 +411,27 @@ TEST(MoeCheckpoint, LoadsPerModuleSchemesAndRoutersIgnoredByName) {
   for (float l : logits) ASSERT_TRUE(std::isfinite(l));
 }
 
+// A config counting more experts or layers than the checkpoint holds is refused naming the field,
+// before any per-expert or per-layer names or settings are made (a billion of them would not
+// fit in memory).
+TEST(MoeCheckpoint, RefusesCountsTheCheckpointDoesNotHold) {
+  ScratchDir scratch;
+  for (const char* preset : {"tiny-qwen3-moe", "tiny-mixtral"}) {
+    const std::string dir = synth(scratch, preset);
+    const nlohmann::json original = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+    const std::string experts_field =
+        original.contains("num_local_experts") ? "num_local_experts" : "num_experts";
+    const auto refused = [&](const std::string& field, const std::string& missing) {
+      nlohmann::json config = original;
+      config[field] = 1'000'000'000;
+      std::ofstream(dir + "/config.json") << config.dump(2);
+      test::expect_error([&] { Model::load(dir); }, {"config.json", field, missing});
+      test::expect_error([&] { Architecture::read(dir); }, {"config.json", field, missing});
+    };
+    refused(experts_field, "experts.999999999.");
+    refused("num_hidden_layers", "layers.999999999.");
+  }
+}
+
 }  // namespace
 }  // namespace dq4

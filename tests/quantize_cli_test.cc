@@ -165,21 +165,30 @@ TEST(QuantizeCli, UnsupportedDtypeAndMissingTensor) {
   const std::string model = scratch.file("model");
   fs::create_directory(model);
   fs::copy_file(fixtures_dir() + "/stories260K-hf/config.json", model + "/config.json");
+  // A tensor of the last of the config's 5 layers, so that the checkpoint holds as many layers.
+  const TestTensor last_layer{
+      "model.layers.4.input_layernorm.weight", "F32", {64}, std::vector<uint8_t>(64 * 4)};
   write_safetensors(model + "/model.safetensors", {{"model.layers.0.self_attn.q_proj.weight",
                                                     "F64",
                                                     {64, 64},
-                                                    std::vector<uint8_t>(64 * 64 * 8)}});
+                                                    std::vector<uint8_t>(64 * 64 * 8)},
+                                                   last_layer});
   CliResult r = run_dq4("quantize " + shell_quote(model) + " -o " + shell_quote(scratch.file("o")));
   EXPECT_EQ(r.exit_code, 1);
   // Modules are checked in forward order: q_proj of layer 0 first (F64), then the rest (missing).
   EXPECT_NE(r.err.find("\"model.layers.0.self_attn.q_proj.weight\""), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("is F64; only F32, BF16 and F16"), std::string::npos) << r.err;
-  write_safetensors(model + "/model.safetensors", {});
+  write_safetensors(model + "/model.safetensors", {last_layer});
   r = run_dq4("quantize " + shell_quote(model) + " -o " + shell_quote(scratch.file("o")));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("has no tensor \"model.layers.0.self_attn.q_proj.weight\""),
             std::string::npos)
       << r.err;
+  // Fewer layers than the config counts: refused naming the field before any layer is read.
+  write_safetensors(model + "/model.safetensors", {});
+  r = run_dq4("quantize " + shell_quote(model) + " -o " + shell_quote(scratch.file("o")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("config.json: num_hidden_layers: 5 layers"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(scratch.file("o")));
 }
 

@@ -101,6 +101,11 @@ std::vector<std::string> Checkpoint::names() const {
   return out;
 }
 
+bool Checkpoint::has_prefix(std::string_view prefix) const {
+  const auto it = tensors_.lower_bound(prefix);
+  return it != tensors_.end() && std::string_view(it->first).starts_with(prefix);
+}
+
 void Checkpoint::release_pages(std::string_view name) const {
   const TensorView* t = find(name);
   if (t == nullptr || t->bytes == 0) return;

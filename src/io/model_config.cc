@@ -3,7 +3,9 @@
 #include "dq4/io/model_config.h"
 
 #include <climits>
+#include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 #include "dq4/io/text_file.h"
@@ -18,6 +20,14 @@ namespace {
 int64_t positive(const io::JsonFields& fields, std::string_view key, int64_t value) {
   if (value <= 0) fields.fail(key, "must be positive, got " + std::to_string(value));
   return value;
+}
+
+// A setting that is 0 when absent or null (off, or its default) and positive and finite when given.
+double positive_or_off(const io::JsonFields& fields, std::string_view key) {
+  const std::optional<double> value = fields.number(key);
+  if (value && !(*value > 0 && std::isfinite(*value)))
+    fields.fail(key, "must be a positive number, got " + io::json_snippet(*fields.find(key)));
+  return value.value_or(0.0);
 }
 
 // rope_scaling (transformers 4) or rope_parameters (transformers 5, which also holds rope_theta).
@@ -117,8 +127,10 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
         c.rope_scaling.other_keys.push_back("rope_scaling." + key);
   }
   if (!(c.rope_theta > 0)) fields.fail("rope_theta", "must be positive");
+  // Gemma's MLP runs hidden_activation (its configs also carry a hidden_act); no other family
+  // writes that key.
   c.hidden_act =
-      fields.string("hidden_act").value_or(fields.string("hidden_activation").value_or("silu"));
+      fields.string("hidden_activation").value_or(fields.string("hidden_act").value_or("silu"));
   c.partial_rotary_factor = fields.number("partial_rotary_factor").value_or(1.0);
   // Qwen2/Qwen3 write a sliding_window that applies only with use_sliding_window: true.
   const bool window_switch = fields.has("use_sliding_window");
@@ -159,13 +171,15 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
                          .value_or(c.architecture == "Qwen2ForCausalLM" ||
                                    c.architecture == "Qwen2MoeForCausalLM");
   c.mlp_bias = fields.boolean("mlp_bias").value_or(false);
-  c.attn_logit_softcapping = fields.number("attn_logit_softcapping").value_or(0.0);
-  c.final_logit_softcapping = fields.number("final_logit_softcapping").value_or(0.0);
-  c.query_pre_attn_scalar = fields.number("query_pre_attn_scalar").value_or(0.0);
-  c.rope_local_base_freq = fields.number("rope_local_base_freq").value_or(0.0);
-  c.sliding_window_pattern = fields.integer("sliding_window_pattern").value_or(0);
-  c.original_max_position_embeddings =
-      fields.integer("original_max_position_embeddings").value_or(0);
+  c.attn_logit_softcapping = positive_or_off(fields, "attn_logit_softcapping");
+  c.final_logit_softcapping = positive_or_off(fields, "final_logit_softcapping");
+  c.query_pre_attn_scalar = positive_or_off(fields, "query_pre_attn_scalar");
+  c.rope_local_base_freq = positive_or_off(fields, "rope_local_base_freq");
+  if (const auto pattern = fields.integer("sliding_window_pattern"))
+    c.sliding_window_pattern = positive(fields, "sliding_window_pattern", *pattern);
+  if (const auto original = fields.integer("original_max_position_embeddings"))
+    c.original_max_position_embeddings =
+        positive(fields, "original_max_position_embeddings", *original);
   if (const nlohmann::json* types = fields.find("layer_types")) {
     if (!types->is_array()) fields.fail("layer_types", "expected a list of strings");
     for (const nlohmann::json& t : *types) {

@@ -38,6 +38,13 @@ bool gemma_key(std::string_view key) {
          key == "query_pre_attn_scalar" || key == "layer_types";
 }
 
+// The key the activation was read from: Gemma's hidden_activation where given, else hidden_act.
+const char* activation_key(const ModelConfig& c) {
+  const bool gemma_key_given =
+      std::find(c.keys.begin(), c.keys.end(), "hidden_activation") != c.keys.end();
+  return gemma_key_given ? "hidden_activation" : "hidden_act";
+}
+
 [[noreturn]] void refuse(const std::string& file, const std::string& field,
                          const std::string& why) {
   throw Error(file + ": " + field + ": " + why);
@@ -101,7 +108,7 @@ void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) 
 void configure_gemma(const ModelConfig& c, const std::string& file, bool gemma3, Architecture& a) {
   a.gemma = true;
   if (c.hidden_act != "gelu_pytorch_tanh")
-    refuse(file, "hidden_activation",
+    refuse(file, activation_key(c),
            "'" + c.hidden_act + "' is not supported for Gemma (dq4 runs gelu_pytorch_tanh)");
   a.activation = Activation::gelu_tanh;
   a.qk_norm = gemma3;
@@ -190,7 +197,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
     a.shared_expert_intermediate = c.shared_expert_intermediate_size;
   }
   if (!gemma2 && !gemma3 && c.hidden_act != "silu")
-    refuse(file, "hidden_act", "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
+    refuse(file, activation_key(c), "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
   check_rope(c, file, a);
   a.qk_norm = qwen3 || olmoe;
   a.qk_norm_whole = olmoe;
@@ -222,14 +229,51 @@ void Architecture::name_text_model(const std::string& text_prefix, const std::st
 }
 
 Architecture Architecture::read(const std::string& model_dir) {
-  Architecture a = from_config(ModelConfig::read(model_dir), model_dir + "/config.json");
+  const ModelConfig config = ModelConfig::read(model_dir);
+  const Checkpoint checkpoint = Checkpoint::open_dir(model_dir);
+  check_layer_count(config, checkpoint);
+  Architecture a = from_config(config, model_dir + "/config.json");
   // Gemma 3 multimodal checkpoints: transformers before 4.52 wrote the text model under
   // language_model.model. (its head language_model.lm_head), later versions under
   // model.language_model. (its head lm_head); the checkpoint's names tell which.
   if (a.config.architecture == "Gemma3ForConditionalGeneration" &&
-      Checkpoint::open_dir(model_dir).find("model.language_model.embed_tokens.weight") != nullptr)
+      checkpoint.find("model.language_model.embed_tokens.weight") != nullptr)
     a.name_text_model("model.language_model.", "lm_head");
+  if (a.experts > 0) a.check_expert_count(checkpoint);
   return a;
+}
+
+void Architecture::check_layer_count(const ModelConfig& config, const Checkpoint& checkpoint) {
+  // Per-layer settings and names are made for every layer the config counts, so a count the
+  // checkpoint does not hold is refused first; whatever the text model's prefix, the last
+  // layer's tensors have "layers.<last>." in their names.
+  const std::string last = "layers." + std::to_string(config.num_hidden_layers - 1) + ".";
+  for (const std::string& name : checkpoint.names())
+    if (name.find(last) != std::string::npos) return;
+  refuse(checkpoint.dir() + "/config.json", "num_hidden_layers",
+         std::to_string(config.num_hidden_layers) +
+             " layers, but the checkpoint has no tensor of the last (a name with " + last + ")");
+}
+
+void Architecture::check_expert_count(const Checkpoint& checkpoint) const {
+  // Every expert's modules are named per layer, so a count the checkpoint does not hold is
+  // refused before those names are made.
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    if (!sparse_layer(i)) continue;
+    const std::string last = sparse_block(i) + "experts." + std::to_string(experts - 1) + ".";
+    if (!checkpoint.has_prefix(last))
+      refuse(checkpoint.dir() + "/config.json",
+             config.architecture == "MixtralForCausalLM" ? "num_local_experts" : "num_experts",
+             std::to_string(experts) + " experts, but the checkpoint has no tensor named " + last +
+                 "*");
+    return;
+  }
+}
+
+std::string Architecture::sparse_block(int64_t index) const {
+  const bool mixtral = config.architecture == "MixtralForCausalLM";
+  return prefix + "layers." + std::to_string(index) + "." +
+         (mixtral ? "block_sparse_moe." : "mlp.");
 }
 
 bool Architecture::sparse_layer(int64_t index) const {
@@ -280,7 +324,7 @@ LayerModules Architecture::layer(int64_t index) const {
     return m;
   }
   const bool mixtral = c.architecture == "MixtralForCausalLM";
-  const std::string moe = prefix + (mixtral ? "block_sparse_moe." : "mlp.");
+  const std::string moe = sparse_block(index);
   m.router = {{moe + "gate", experts, c.hidden_size, false}};
   for (int64_t e = 0; e < experts; ++e) {
     const std::string p = moe + "experts." + std::to_string(e) + ".";

@@ -24,6 +24,7 @@ class Checkpoint {
   const TensorView* find(std::string_view name) const;    // nullptr when absent
   const TensorView& tensor(std::string_view name) const;  // throws naming the tensor and dir
   std::vector<std::string> names() const;                 // sorted
+  bool has_prefix(std::string_view prefix) const;         // a tensor's name starts with it
   const std::vector<SafetensorsFile>& files() const { return files_; }
 
   // Drops the mapped pages that lie wholly inside the tensor `name` (absent: nothing) from memory

@@ -14,6 +14,8 @@
 
 namespace dq4 {
 
+class Checkpoint;
+
 // One expert of a mixture-of-experts layer: its gate and up (fused), and its down.
 struct ExpertModules {
   std::vector<LinearModule> input;  // gate_proj, up_proj (Mixtral: w1, w3)
@@ -97,6 +99,12 @@ struct Architecture {
   LayerModules layer(int64_t index) const;
   // Whether layer `index` is a mixture of experts (decoder_sparse_step, mlp_only_layers).
   bool sparse_layer(int64_t index) const;
+  // The name prefix of sparse layer `index`'s router and experts ("model.layers.3.mlp.").
+  std::string sparse_block(int64_t index) const;
+  // Throw naming the field when the checkpoint does not hold the config's last layer, or the
+  // first sparse layer's last expert.
+  static void check_layer_count(const ModelConfig& config, const Checkpoint& checkpoint);
+  void check_expert_count(const Checkpoint& checkpoint) const;
   // Every linear module in forward order, the untied head last.
   std::vector<LinearModule> linear_modules() const;
   // The same grouped by shared input: per layer {q, k, v}, {o}, {gate, up}, {down}, then the head;
