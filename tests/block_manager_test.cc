@@ -122,6 +122,23 @@ TEST(BlockManager, LeavesTheLastTokenToCompute) {
   EXPECT_EQ(bm.find_prefix(iota_tokens(9)).blocks.size(), 2u);
 }
 
+// Blocks computed under one variant (longrope's short or long factors) are found under it only.
+TEST(BlockManager, FindsCachedBlocksUnderTheirVariantOnly) {
+  BlockManager bm(8, 4, true);
+  const auto tokens = iota_tokens(9);
+  BlockTable a, b;
+  ASSERT_TRUE(bm.allocate(a, 9));
+  bm.cache_full_blocks(a, tokens, 9, 1);
+  EXPECT_TRUE(bm.find_prefix(tokens).blocks.empty());
+  EXPECT_EQ(bm.find_prefix(tokens, 1).blocks,
+            std::vector<int32_t>(a.blocks.begin(), a.blocks.begin() + 2));
+  ASSERT_TRUE(bm.allocate(b, 9));
+  bm.cache_full_blocks(b, tokens, 9);
+  EXPECT_EQ(bm.find_prefix(tokens).blocks,
+            std::vector<int32_t>(b.blocks.begin(), b.blocks.begin() + 2));
+  EXPECT_EQ(bm.find_prefix(tokens, 1).blocks.at(0), a.blocks[0]);
+}
+
 TEST(BlockManager, TakingAFreeCachedBlockCountsAgainstTheFreeOnes) {
   BlockManager bm(3, 4, true);
   const auto tokens = iota_tokens(8);

@@ -21,6 +21,8 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
 
 }  // namespace
 
+uint64_t root_hash(uint64_t variant) { return variant == 0 ? kRootHash : mix(kRootHash ^ variant); }
+
 uint64_t block_hash(uint64_t parent_hash, std::span<const TokenId> tokens) {
   uint64_t h = mix(parent_hash ^ tokens.size());
   for (TokenId t : tokens) h = mix(h ^ static_cast<uint32_t>(t)) + 0x9e3779b97f4a7c15ull;
@@ -97,11 +99,11 @@ int32_t BlockManager::lookup(uint64_t parent_hash, uint64_t hash,
   return block;
 }
 
-PrefixHit BlockManager::find_prefix(std::span<const TokenId> tokens) const {
+PrefixHit BlockManager::find_prefix(std::span<const TokenId> tokens, uint64_t variant) const {
   PrefixHit hit;
   if (!prefix_caching_ || tokens.empty()) return hit;
   const int64_t full = static_cast<int64_t>(tokens.size() - 1) / block_size_;
-  uint64_t parent = kRootHash;
+  uint64_t parent = root_hash(variant);
   for (int64_t i = 0; i < full; ++i) {
     auto block_tokens = tokens.subspan(i * block_size_, block_size_);
     const uint64_t h = block_hash(parent, block_tokens);
@@ -138,11 +140,11 @@ bool BlockManager::allocate(BlockTable& table, int64_t num_tokens, const PrefixH
 }
 
 void BlockManager::cache_full_blocks(BlockTable& table, std::span<const TokenId> tokens,
-                                     int64_t num_computed) {
+                                     int64_t num_computed, uint64_t variant) {
   if (!prefix_caching_) return;
   const int64_t full = std::min<int64_t>(num_computed / block_size_, table.blocks.size());
   for (int64_t i = static_cast<int64_t>(table.hashes.size()); i < full; ++i) {
-    const uint64_t parent = i == 0 ? kRootHash : table.hashes[i - 1];
+    const uint64_t parent = i == 0 ? root_hash(variant) : table.hashes[i - 1];
     auto block_tokens = tokens.subspan(i * block_size_, block_size_);
     const uint64_t h = block_hash(parent, block_tokens);
     table.hashes.push_back(h);

@@ -57,16 +57,18 @@ class BlockManager {
   bool prefix_caching() const { return prefix_caching_; }
 
   // The longest run of cached blocks equal to the start of `tokens`, always leaving the last token
-  // out (its logits must be computed). Empty without prefix caching.
-  PrefixHit find_prefix(std::span<const TokenId> tokens) const;
+  // out (its logits must be computed). Empty without prefix caching. `variant` is what else the
+  // keys and values depend on (longrope's factor set): blocks cached under another are not found.
+  PrefixHit find_prefix(std::span<const TokenId> tokens, uint64_t variant = 0) const;
 
   // Grows `table` to cover `num_tokens` positions: first takes `hit`'s blocks (only into an empty
   // table), then fresh ones. Returns false, changing nothing, when too few blocks are free.
   bool allocate(BlockTable& table, int64_t num_tokens, const PrefixHit& hit = {});
 
   // Registers the full blocks among the first `num_computed` positions of `tokens` (their keys and
-  // values are in the cache now) so that other sequences can find them.
-  void cache_full_blocks(BlockTable& table, std::span<const TokenId> tokens, int64_t num_computed);
+  // values are in the cache now, computed as `variant` says) so that other sequences can find them.
+  void cache_full_blocks(BlockTable& table, std::span<const TokenId> tokens, int64_t num_computed,
+                         uint64_t variant = 0);
 
   // Drops the table's references and empties it. Its cached blocks stay findable until evicted.
   void free(BlockTable& table);
@@ -98,8 +100,9 @@ class BlockManager {
   std::vector<TokenId> block_tokens_;  // block_size per block, with prefix caching
 };
 
-// The hash of a full block given its parent's (kRootHash for the first block).
+// The hash of a full block given its parent's (root_hash(variant) for the first block).
 inline constexpr uint64_t kRootHash = 0x9e3779b97f4a7c15ull;
+uint64_t root_hash(uint64_t variant);
 uint64_t block_hash(uint64_t parent_hash, std::span<const TokenId> tokens);
 
 }  // namespace dq4::engine

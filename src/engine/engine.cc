@@ -248,7 +248,8 @@ Engine::Impl::Impl(std::unique_ptr<EngineModel> owned, const Tokenizer& tok,
   blocks = std::make_unique<engine::BlockManager>(num_blocks, options.block_size,
                                                   options.enable_prefix_caching);
   scheduler = std::make_unique<engine::Scheduler>(
-      *blocks, engine::SchedulerLimits{options.max_num_seqs, options.max_num_batched_tokens});
+      *blocks, engine::SchedulerLimits{options.max_num_seqs, options.max_num_batched_tokens,
+                                       model->rope_switch_length()});
   if (options.speculative && options.speculative->num_speculative_tokens > 0)
     speculator = std::make_unique<engine::Speculator>(
         *options.speculative, options.speculative_row_budget,
@@ -506,6 +507,7 @@ void Engine::Impl::run_batch(const std::vector<engine::ScheduledChunk>& chunks) 
     SequenceInput in;
     in.tokens = std::span<const TokenId>(seq.tokens).subspan(chunk.start, chunk.count);
     in.start = chunk.start;
+    in.length = static_cast<int64_t>(seq.tokens.size());
     in.block_table = seq.blocks.blocks;
     in.logits = !chunk.sample      ? SequenceInput::Logits::none
                 : chunk.drafts > 0 ? SequenceInput::Logits::all

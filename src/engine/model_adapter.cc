@@ -10,6 +10,7 @@ class ModelAdapter final : public EngineModel {
   ModelAdapter(Model& model, ThreadPool* pool) : model_(model), pool_(pool) {}
   int64_t vocab_size() const override { return model_.vocab_size(); }
   int64_t max_context() const override { return model_.max_context(); }
+  int64_t rope_switch_length() const override { return model_.rope_switch_length(); }
   const std::vector<TokenId>& eos_ids() const override { return model_.eos_ids(); }
   KvCacheShape kv_shape(int64_t blocks, int64_t block_size, attention::KvType type) const override {
     return model_.kv_shape(blocks, block_size, type);

@@ -24,20 +24,24 @@ void Scheduler::remove(Sequence* seq) {
   seq->state = Sequence::State::finished;
 }
 
-void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& chunks, int64_t& budget) {
+void Scheduler::requeue(Sequence* seq, std::vector<ScheduledChunk>& chunks, int64_t& budget) {
   auto chunk = std::find_if(chunks.begin(), chunks.end(),
-                            [&](const ScheduledChunk& c) { return c.seq == victim; });
+                            [&](const ScheduledChunk& c) { return c.seq == seq; });
   if (chunk != chunks.end()) {
     budget += chunk->count;
     chunks.erase(chunk);
   }
-  victim->tokens.resize(victim->tokens.size() - static_cast<size_t>(victim->drafted));
-  victim->drafted = 0;
-  std::erase(running_, victim);
-  blocks_.free(victim->blocks);
-  victim->num_computed = 0;
-  victim->state = Sequence::State::waiting;
-  waiting_.push_front(victim);
+  seq->tokens.resize(seq->tokens.size() - static_cast<size_t>(seq->drafted));
+  seq->drafted = 0;
+  std::erase(running_, seq);
+  blocks_.free(seq->blocks);
+  seq->num_computed = 0;
+  seq->state = Sequence::State::waiting;
+  waiting_.push_front(seq);
+}
+
+void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& chunks, int64_t& budget) {
+  requeue(victim, chunks, budget);
   ++preemptions_;
 }
 
@@ -45,8 +49,16 @@ void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& chunks, i
 // `seq` itself had to be preempted.
 bool Scheduler::schedule_running(Sequence* seq, std::vector<ScheduledChunk>& chunks,
                                  int64_t& budget) {
+  const auto length = static_cast<int64_t>(seq->tokens.size());
+  if (!seq->long_rope && long_rope(length)) {
+    requeue(seq, chunks, budget);  // admitted again below, with the long factors
+    return false;
+  }
   const bool decode = seq->pending() == 1;
   int64_t drafts = decode ? std::min<int64_t>(seq->drafts.size(), budget - 1) : 0;
+  // Drafts past the switch would be verified with factors the sequence does not have yet.
+  if (!seq->long_rope && limits_.rope_switch_length > 0)
+    drafts = std::min(drafts, limits_.rope_switch_length - length);
   int64_t count = std::min(seq->pending(), budget) + drafts;
   while (!blocks_.allocate(seq->blocks, seq->num_computed + count)) {
     // Drafts never cost another sequence its blocks.
@@ -85,7 +97,8 @@ const std::vector<ScheduledChunk>& Scheduler::schedule() {
   while (preemptions_ == preemptions_before && budget > 0 && !waiting_.empty() &&
          static_cast<int64_t>(running_.size()) < limits_.max_num_seqs) {
     Sequence* seq = waiting_.front();
-    const PrefixHit hit = blocks_.find_prefix(seq->tokens);
+    seq->long_rope = long_rope(static_cast<int64_t>(seq->tokens.size()));
+    const PrefixHit hit = blocks_.find_prefix(seq->tokens, seq->long_rope);
     const int64_t cached = static_cast<int64_t>(hit.blocks.size()) * blocks_.block_size();
     const int64_t count = std::min(static_cast<int64_t>(seq->tokens.size()) - cached, budget);
     if (!blocks_.allocate(seq->blocks, cached + count, hit)) break;
@@ -109,7 +122,7 @@ void Scheduler::complete(const std::vector<ScheduledChunk>& chunks) {
   for (const ScheduledChunk& c : chunks) {
     c.seq->num_computed = std::min(c.start + c.count, static_cast<int64_t>(c.seq->tokens.size()));
     c.seq->scheduled_before = true;
-    blocks_.cache_full_blocks(c.seq->blocks, c.seq->tokens, c.seq->num_computed);
+    blocks_.cache_full_blocks(c.seq->blocks, c.seq->tokens, c.seq->num_computed, c.seq->long_rope);
   }
 }
 

@@ -6,7 +6,10 @@
 // ones first), each taking as much of its prompt as the budget has left (chunked prefill), while
 // blocks and the sequence limit allow. When a running sequence needs a block and none is free,
 // the youngest running sequence is preempted: its blocks are freed and it waits to be computed
-// again from its tokens.
+// again from its tokens. With longrope (Phi-3) a sequence's keys are rotated by the factors of its
+// whole length, as transformers rotates them: one that grows past the switch is computed again
+// from its tokens with the long factors (transformers drops its cache there too), and cached
+// blocks are found only by sequences on the same side of the switch.
 
 #include <cstdint>
 #include <deque>
@@ -28,6 +31,7 @@ struct ScheduledChunk {
 struct SchedulerLimits {
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 512;
+  int64_t rope_switch_length = 0;  // Model::rope_switch_length(); 0: no switch
 };
 
 class Scheduler {
@@ -53,6 +57,11 @@ class Scheduler {
 
  private:
   void preempt(Sequence* victim, std::vector<ScheduledChunk>& chunks, int64_t& budget);
+  // Frees the sequence's blocks and puts it at the front of the waiting queue.
+  void requeue(Sequence* seq, std::vector<ScheduledChunk>& chunks, int64_t& budget);
+  bool long_rope(int64_t length) const {
+    return limits_.rope_switch_length > 0 && length > limits_.rope_switch_length;
+  }
   bool schedule_running(Sequence* seq, std::vector<ScheduledChunk>& chunks, int64_t& budget);
 
   BlockManager& blocks_;

@@ -20,6 +20,8 @@ struct Sequence {
   int64_t num_computed = 0;
   BlockTable blocks;
   enum class State { waiting, running, finished } state = State::waiting;
+  // Its cache holds keys rotated with longrope's long factors (it is longer than the switch).
+  bool long_rope = false;
   bool scheduled_before = false;    // for the queue-time metric and the cached-prompt count
   int64_t first_cached_tokens = 0;  // prefix cache hit when first admitted
 

@@ -38,13 +38,32 @@ std::span<const float> Session::run(std::span<const int32_t> tokens, bool all_lo
   if (start + n > context_)
     throw Error("the prompt needs " + std::to_string(start + n) +
                 " tokens, more than the context of " + std::to_string(context_) + " (--ctx)");
+  logits_.resize(static_cast<size_t>((all_logits ? n : 1) * model_->vocab_size()));
+  // longrope: every key is rotated by the factors of the sequence's whole length, so cached keys
+  // of the other set are computed again (transformers drops its cache at the switch too).
+  const int64_t length = start + n;
+  const int64_t rope_switch = model_->rope_switch_length();
+  const bool long_rope = rope_switch > 0 && length > rope_switch;
+  if (start > 0 && long_rope != long_rope_) {
+    const std::vector<int32_t> history = std::move(tokens_);
+    tokens_.clear();
+    forward(history, 0, length, false);
+  }
+  long_rope_ = long_rope;
+  forward(tokens, start, length, all_logits);
+  return logits_;
+}
+
+void Session::forward(std::span<const int32_t> tokens, int64_t start, int64_t length,
+                      bool all_logits) {
   const int64_t vocab = model_->vocab_size();
-  logits_.resize(static_cast<size_t>((all_logits ? n : 1) * vocab));
+  const auto n = static_cast<int64_t>(tokens.size());
   for (int64_t done = 0; done < n; done += chunk_) {
     const int64_t len = std::min(chunk_, n - done);
     SequenceInput seq;
     seq.tokens = tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(len));
     seq.start = start + done;
+    seq.length = length;
     seq.block_table = block_table_;
     const bool last_chunk = done + len == n;
     seq.logits = all_logits   ? SequenceInput::Logits::all
@@ -54,7 +73,6 @@ std::span<const float> Session::run(std::span<const int32_t> tokens, bool all_lo
     model_->forward(std::span(&seq, 1), cache_, out, pool_);
     tokens_.insert(tokens_.end(), seq.tokens.begin(), seq.tokens.end());
   }
-  return logits_;
 }
 
 }  // namespace dq4

@@ -144,10 +144,10 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     const float normalizer = round_to(m.embedding_dtype, std::sqrt(static_cast<float>(hidden)));
     for (size_t b = 0; b < batch.size(); ++b) {
       const SequenceInput& s = batch[b];
-      // longrope (as transformers): the long factors once the sequence outgrows the original
-      // context; its cached keys keep the rotation they were stored with.
-      const int64_t end = s.start + static_cast<int64_t>(s.tokens.size());
-      const float* inv_freq = !m.inv_freq_long.empty() && end > arch.longrope_original_context
+      // longrope (as transformers): the long factors when the sequence is longer than the
+      // original context.
+      const int64_t length = std::max(s.length, s.start + static_cast<int64_t>(s.tokens.size()));
+      const float* inv_freq = !m.inv_freq_long.empty() && length > arch.longrope_original_context
                                   ? m.inv_freq_long.data()
                                   : m.inv_freq.data();
       for (size_t i = 0; i < s.tokens.size(); ++i, ++r) {

@@ -165,6 +165,9 @@ const ModelConfig& Model::config() const { return impl_->arch.config; }
 const LoadReport& Model::load_report() const { return impl_->report; }
 int64_t Model::vocab_size() const { return impl_->arch.config.vocab_size; }
 int64_t Model::max_context() const { return impl_->arch.config.max_position_embeddings; }
+int64_t Model::rope_switch_length() const {
+  return impl_->inv_freq_long.empty() ? 0 : impl_->arch.longrope_original_context;
+}
 const std::vector<int32_t>& Model::eos_ids() const { return impl_->eos_ids; }
 const Linear& Model::head() const { return impl_->head; }
 

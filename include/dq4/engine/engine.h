@@ -199,6 +199,7 @@ class EngineModel {
   virtual ~EngineModel() = default;
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_context() const = 0;
+  virtual int64_t rope_switch_length() const { return 0; }  // Model::rope_switch_length()
   virtual const std::vector<TokenId>& eos_ids() const = 0;
   virtual KvCacheShape kv_shape(int64_t blocks, int64_t block_size,
                                 attention::KvType type) const = 0;

@@ -33,6 +33,9 @@ class Session {
 
  private:
   std::span<const float> run(std::span<const int32_t> tokens, bool all_logits);
+  // Runs `tokens` from position `start` through the model in chunks; `length` is the sequence's
+  // length the rope factors go by.
+  void forward(std::span<const int32_t> tokens, int64_t start, int64_t length, bool all_logits);
 
   Model* model_;
   ThreadPool* pool_;
@@ -40,6 +43,7 @@ class Session {
   KvCache cache_;
   std::vector<int32_t> block_table_;
   std::vector<int32_t> tokens_;
+  bool long_rope_ = false;  // the cached keys are rotated with longrope's long factors
   std::vector<float> logits_;
 };
 

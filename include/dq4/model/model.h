@@ -67,6 +67,10 @@ struct SequenceInput {
   // The sequence's blocks, covering positions [0, start + tokens.size()).
   std::span<const int32_t> block_table;
   enum class Logits { none, last, all } logits = Logits::last;
+  // The sequence's whole length, by which longrope (Phi-3) chooses the factors of every row of
+  // the call, as transformers does for a sequence run in one pass; 0: start + tokens.size(). The
+  // caller keeps a sequence's cache computed with one set of factors (rope_switch_length()).
+  int64_t length = 0;
 };
 
 class Model {
@@ -81,6 +85,9 @@ class Model {
   const LoadReport& load_report() const;
   int64_t vocab_size() const;
   int64_t max_context() const;  // max_position_embeddings (or the sliding window limit)
+  // longrope: a sequence longer than this runs the long factors at every position, a shorter one
+  // the short factors; 0 for every other rope.
+  int64_t rope_switch_length() const;
   // Token ids that end generation: config.json's and generation_config.json's eos_token_id.
   const std::vector<int32_t>& eos_ids() const;
   // The KV cache shape this model needs for `blocks` blocks of `block_size` tokens.
