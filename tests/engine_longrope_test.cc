@@ -129,6 +129,35 @@ TEST(Longrope, DecodeAcrossTheSwitchComputesTheCacheAgain) {
   EXPECT_EQ(run_engine({repeating}, 16, o)[0], reference(repeating, 16));
 }
 
+// A draft model that is the target itself proposes what the target picks, across the switch too:
+// its own cache follows the same rule.
+TEST(Longrope, ADraftModelLikeTheTargetHasEveryDraftAccepted) {
+  const std::vector<TokenId> p = prompt(246, 7);
+  EngineOptions o = options();
+  SpeculativeConfig c;
+  c.method = SpeculativeConfig::Method::draft_model;
+  c.num_speculative_tokens = 4;
+  c.model = phi3_dir();
+  c.draft = std::shared_ptr<Model>(&phi3(), [](Model*) {});
+  o.speculative = c;
+  Engine engine(phi3(), phi3_tokenizer(), o, &one_thread());
+  Request r;
+  r.prompt = p;
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  r.max_tokens = 24;
+  std::vector<TokenId> tokens;
+  engine.add_request(r, [&](RequestOutput&& out) {
+    for (const ChoiceDelta& d : out.choices)
+      tokens.insert(tokens.end(), d.token_ids.begin(), d.token_ids.end());
+  });
+  while (engine.has_unfinished()) ASSERT_TRUE(engine.step());
+  EXPECT_EQ(tokens, reference(p, 24));
+  const SpeculationStats s = engine.stats().speculation;
+  EXPECT_GT(s.draft_tokens, 8u);
+  EXPECT_EQ(s.accepted_tokens, s.draft_tokens);
+}
+
 // A prompt longer than the switch in chunks of 64: every chunk runs the long factors.
 TEST(Longrope, ChunkedPrefillOfALongPrompt) {
   const std::vector<TokenId> p = prompt(300, 3);

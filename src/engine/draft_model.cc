@@ -13,6 +13,7 @@ void DraftKv::release() {
   if (!blocks_.blocks.empty()) owner_->blocks_.free(blocks_);
   blocks_.hashes.clear();
   computed_ = 0;
+  long_rope_ = false;
   written_.clear();
 }
 
@@ -32,8 +33,15 @@ bool DraftModel::prepare(DraftJob& job) {
   DraftKv& kv = *job.kv;
   const auto len = static_cast<int64_t>(job.tokens.size());
   // Positions up to len + drafts - 2 are written (the last draft is proposed, never run).
-  const int64_t drafts =
+  int64_t drafts =
       std::min<int64_t>(static_cast<int64_t>(job.out.size()), model_.max_context() - len + 1);
+  // longrope, as the target runs it: the factors of the sequence's length, the cache computed
+  // again when it crosses the switch, and no draft run past the switch before the sequence is.
+  const int64_t rope_switch = model_.rope_switch_length();
+  const bool long_rope = rope_switch > 0 && len > rope_switch;
+  if (long_rope != kv.long_rope_) kv.release();
+  kv.long_rope_ = long_rope;
+  if (rope_switch > 0 && !long_rope) drafts = std::min(drafts, rope_switch - len + 1);
   if (len == 0 || drafts <= 0) return false;
   job.out = job.out.first(static_cast<size_t>(drafts));
   int64_t keep = std::min(kv.computed_, len);
@@ -43,7 +51,7 @@ bool DraftModel::prepare(DraftJob& job) {
   // The last token runs again whatever the cache holds: its row gives the first draft.
   keep = std::min(keep, len - 1);
   if (kv.blocks_.blocks.empty()) {
-    const PrefixHit hit = blocks_.find_prefix(job.tokens);
+    const PrefixHit hit = blocks_.find_prefix(job.tokens, kv.long_rope_);
     if (!blocks_.allocate(kv.blocks_, len + drafts - 1, hit)) return false;
     keep = static_cast<int64_t>(hit.blocks.size()) * blocks_.block_size();
   } else if (!blocks_.allocate(kv.blocks_, len + drafts - 1)) {
@@ -102,7 +110,7 @@ void DraftModel::propose(std::span<DraftJob> jobs) {
         batch_.push_back(
             {job.tokens.subspan(static_cast<size_t>(job.start), static_cast<size_t>(n)), job.start,
              job.kv->blocks_.blocks,
-             last ? SequenceInput::Logits::last : SequenceInput::Logits::none});
+             last ? SequenceInput::Logits::last : SequenceInput::Logits::none, len});
         if (last) rows_.push_back(&job);
         job.start += n;
         budget -= n;
@@ -120,9 +128,9 @@ void DraftModel::propose(std::span<DraftJob> jobs) {
       rows_.clear();
       for (DraftJob& job : jobs) {
         if (job.count != d || static_cast<int64_t>(job.out.size()) <= d) continue;
-        batch_.push_back({job.out.subspan(static_cast<size_t>(d - 1), 1),
-                          static_cast<int64_t>(job.tokens.size()) + d - 1, job.kv->blocks_.blocks,
-                          SequenceInput::Logits::last});
+        const auto len = static_cast<int64_t>(job.tokens.size());
+        batch_.push_back({job.out.subspan(static_cast<size_t>(d - 1), 1), len + d - 1,
+                          job.kv->blocks_.blocks, SequenceInput::Logits::last, len});
         rows_.push_back(&job);
       }
       if (batch_.empty()) break;
@@ -143,7 +151,7 @@ void DraftModel::propose(std::span<DraftJob> jobs) {
     DraftKv& kv = *job.kv;
     kv.computed_ = static_cast<int64_t>(job.tokens.size());
     kv.written_.assign(job.out.begin(), job.out.begin() + (job.count - 1));
-    blocks_.cache_full_blocks(kv.blocks_, job.tokens, kv.computed_);
+    blocks_.cache_full_blocks(kv.blocks_, job.tokens, kv.computed_, kv.long_rope_);
   }
 }
 

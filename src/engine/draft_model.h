@@ -48,6 +48,7 @@ class DraftKv {
   // Positions [0, computed_) hold the keys and values of the sequence's tokens; past them, the
   // draft wrote its own drafts (`written_`, which the sequence may since have taken).
   int64_t computed_ = 0;
+  bool long_rope_ = false;  // its keys are rotated with longrope's long factors
   std::vector<TokenId> written_;
   std::vector<TokenId> generated_;  // a proposal's generated tokens and drafts, for the sampler
 };
