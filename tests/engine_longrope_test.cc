@@ -83,9 +83,11 @@ std::vector<TokenId> reference(std::vector<TokenId> tokens, int64_t n) {
 }
 
 // The greedy tokens of each prompt, run in order through one engine (each to its end before the
-// next is added, so that later ones find the earlier ones' blocks in the prefix cache).
+// next is added, so that later ones find the earlier ones' blocks in the prefix cache); `stats`,
+// when given, gets the engine's at the end.
 std::vector<std::vector<TokenId>> run_engine(const std::vector<std::vector<TokenId>>& prompts,
-                                             int64_t n, const EngineOptions& options) {
+                                             int64_t n, const EngineOptions& options,
+                                             EngineStats* stats = nullptr) {
   Engine engine(phi3(), phi3_tokenizer(), options, &one_thread());
   std::vector<std::vector<TokenId>> outputs;
   for (const std::vector<TokenId>& p : prompts) {
@@ -102,6 +104,7 @@ std::vector<std::vector<TokenId>> run_engine(const std::vector<std::vector<Token
     while (engine.has_unfinished()) EXPECT_TRUE(engine.step());
     outputs.push_back(tokens);
   }
+  if (stats != nullptr) *stats = engine.stats();
   return outputs;
 }
 
@@ -120,13 +123,15 @@ TEST(Longrope, DecodeAcrossTheSwitchComputesTheCacheAgain) {
   EXPECT_EQ(run_engine({p}, 16, options())[0], want);
   // With drafts (prompt lookup over a prompt that repeats itself), which never reach past the
   // switch before the sequence does.
-  std::vector<TokenId> repeating = prompt(50, 2);
-  for (int i = 0; i < 4; ++i)
-    repeating.insert(repeating.end(), repeating.begin(), repeating.begin() + 50);
+  const std::vector<TokenId> period = prompt(50, 2);
+  std::vector<TokenId> repeating;
+  for (int i = 0; i < 5; ++i) repeating.insert(repeating.end(), period.begin(), period.end());
   repeating.resize(248);
   EngineOptions o = options();
   o.speculative = parse_speculate_spec("ngram:k=4,min=1,max=3");
-  EXPECT_EQ(run_engine({repeating}, 16, o)[0], reference(repeating, 16));
+  EngineStats stats;
+  EXPECT_EQ(run_engine({repeating}, 16, o, &stats)[0], reference(repeating, 16));
+  EXPECT_GT(stats.speculation.draft_tokens, 0u);
 }
 
 // A draft model that is the target itself proposes what the target picks, across the switch too:
@@ -140,20 +145,9 @@ TEST(Longrope, ADraftModelLikeTheTargetHasEveryDraftAccepted) {
   c.model = phi3_dir();
   c.draft = std::shared_ptr<Model>(&phi3(), [](Model*) {});
   o.speculative = c;
-  Engine engine(phi3(), phi3_tokenizer(), o, &one_thread());
-  Request r;
-  r.prompt = p;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  r.max_tokens = 24;
-  std::vector<TokenId> tokens;
-  engine.add_request(r, [&](RequestOutput&& out) {
-    for (const ChoiceDelta& d : out.choices)
-      tokens.insert(tokens.end(), d.token_ids.begin(), d.token_ids.end());
-  });
-  while (engine.has_unfinished()) ASSERT_TRUE(engine.step());
-  EXPECT_EQ(tokens, reference(p, 24));
-  const SpeculationStats s = engine.stats().speculation;
+  EngineStats stats;
+  EXPECT_EQ(run_engine({p}, 24, o, &stats)[0], reference(p, 24));
+  const SpeculationStats& s = stats.speculation;
   EXPECT_GT(s.draft_tokens, 8u);
   EXPECT_EQ(s.accepted_tokens, s.draft_tokens);
 }
