@@ -46,7 +46,8 @@ void Scheduler::preempt(Sequence* victim, std::vector<ScheduledChunk>& chunks, i
 }
 
 // Schedules the next chunk of a running sequence, preempting younger ones for blocks; false when
-// `seq` itself had to be preempted.
+// `seq` itself had to be preempted, or went back to the queue to be computed again past the rope
+// switch.
 bool Scheduler::schedule_running(Sequence* seq, std::vector<ScheduledChunk>& chunks,
                                  int64_t& budget) {
   const auto length = static_cast<int64_t>(seq->tokens.size());
