@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "expect_error.h"
 #include "fixtures.h"
@@ -66,11 +67,15 @@ TEST(Architecture, RefusesWhatItDoesNotRun) {
   c["architectures"] = {"GemmaForCausalLM"};
   expect_error([&] { architecture(c); }, {"config.json", "architectures", "GemmaForCausalLM"});
   c = stories_config();
-  c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  expect_error([&] { architecture(c); }, {"rope_scaling.rope_type", "yarn"});
+  c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 4.0}};
+  expect_error([&] { architecture(c); }, {"rope_scaling.rope_type", "dynamic"});
   c = stories_config();
-  c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"beta_fast", 32}};
-  expect_error([&] { architecture(c); }, {"rope_scaling.beta_fast"});
+  c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"beta_fast", 16}};
+  expect_error([&] { architecture(c); }, {"rope_scaling.beta_fast", "'yarn'", "'linear'"});
+  c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"attention_factor", 1.2}};
+  expect_error([&] { architecture(c); }, {"rope_scaling.attention_factor"});
+  c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_foo", 1}};
+  expect_error([&] { architecture(c); }, {"rope_scaling.rope_foo"});
   c = stories_config();
   c["hidden_act"] = "gelu";
   expect_error([&] { architecture(c); }, {"hidden_act", "gelu"});
@@ -213,6 +218,8 @@ TEST(Architecture, Phi3FusedModulesPartialRotaryAndLongrope) {
   const float base1 = std::pow(10000.0f, 2.0f / 4.0f);
   EXPECT_EQ(a.rope_inv_freq()[1], 1.0f / (1.5f * base1));
   EXPECT_EQ(a.rope_inv_freq(true)[1], 1.0f / (3.0f * base1));
+  c["rope_scaling"]["attention_factor"] = 1.25;  // given: used as is
+  EXPECT_EQ(architecture(c).rope_attention_factor, 1.25f);
   c["rope_scaling"]["long_factor"] = {2.0};
   expect_error([&] { architecture(c); }, {"short_factor", "rotary_dim / 2 = 2"});
 }
@@ -243,6 +250,90 @@ TEST(Architecture, Llama3RopeScalingFollowsTransformers) {
   c["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
   const std::vector<float> linear = architecture(c).rope_inv_freq();
   EXPECT_NEAR(linear[1], 1.0 / std::pow(500000.0, 2.0 / 64) / 4, 1e-7);
+}
+
+// Qwen2.5's long-context setting (its model card's rope_scaling) on a 128-wide head.
+nlohmann::json qwen_yarn_config() {
+  nlohmann::json c = stories_config();
+  c["head_dim"] = 128;
+  c["rope_theta"] = 1000000.0;
+  c["max_position_embeddings"] = 32768;
+  c["rope_scaling"] = {
+      {"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  return c;
+}
+
+TEST(Architecture, YarnFollowsTransformers) {
+  nlohmann::json c = qwen_yarn_config();
+  const Architecture a = architecture(c);
+  // The frequency indices that turn 32 and 1 times over 32768 positions: 128 ln(32768 / (32 *
+  // 2 pi)) / (2 ln 1e6) = 23.6 and 39.7, rounded out.
+  EXPECT_EQ(a.yarn.low, 23);
+  EXPECT_EQ(a.yarn.high, 40);
+  EXPECT_EQ(a.rope_attention_factor, static_cast<float>(1 + 0.1 * std::log(4.0)));
+  EXPECT_EQ(a.context_length, 4 * 32768);  // as vLLM's max_model_len
+  c.erase("rope_scaling");
+  const std::vector<float> plain = architecture(c).rope_inv_freq();
+  const std::vector<float> inv = a.rope_inv_freq();
+  ASSERT_EQ(inv.size(), 64u);
+  for (size_t i = 0; i < inv.size(); ++i) {
+    if (i <= 23) {
+      EXPECT_EQ(inv[i], plain[i]) << i;  // extrapolated: as trained
+    } else if (i >= 40) {
+      EXPECT_EQ(inv[i], plain[i] / 4) << i;  // interpolated
+    } else {
+      const double ramp = (static_cast<double>(i) - 23) / (40 - 23);
+      EXPECT_NEAR(inv[i], plain[i] * (1 - ramp) + plain[i] / 4 * ramp, 1e-6 * plain[i]) << i;
+    }
+  }
+}
+
+TEST(Architecture, YarnSettings) {
+  nlohmann::json c = qwen_yarn_config();
+  c["rope_scaling"]["attention_factor"] = 1.5;
+  EXPECT_EQ(architecture(c).rope_attention_factor, 1.5f);
+  // DeepSeek's form: the ratio of the two terms; both needed (mscale_all_dim 0 means none).
+  c["rope_scaling"].erase("attention_factor");
+  c["rope_scaling"]["mscale"] = 2.0;
+  c["rope_scaling"]["mscale_all_dim"] = 1.0;
+  const double ln4 = std::log(4.0);
+  EXPECT_EQ(architecture(c).rope_attention_factor,
+            static_cast<float>((0.2 * ln4 + 1) / (0.1 * ln4 + 1)));
+  c["rope_scaling"]["mscale_all_dim"] = 0.0;
+  EXPECT_EQ(architecture(c).rope_attention_factor, static_cast<float>(0.1 * ln4 + 1));
+  // No factor: the ratio of the contexts (transformers 5).
+  c = qwen_yarn_config();
+  c["rope_scaling"].erase("factor");
+  c["max_position_embeddings"] = 65536;
+  EXPECT_EQ(architecture(c).yarn.factor, 2.0);
+  EXPECT_EQ(architecture(c).context_length, 65536);
+  // Other rotation counts, and the bounds not rounded (gpt-oss's truncate: false).
+  c = qwen_yarn_config();
+  c["rope_scaling"]["beta_fast"] = 0.1;
+  c["rope_scaling"]["beta_slow"] = 0.05;
+  c["rope_scaling"]["truncate"] = false;
+  const Architecture a = architecture(c);
+  const auto index_of = [](double rotations) {
+    return 128 * std::log(32768 / (rotations * 2 * M_PI)) / (2 * std::log(1e6));
+  };
+  EXPECT_NEAR(a.yarn.low, index_of(0.1), 1e-9);
+  EXPECT_NEAR(a.yarn.high, index_of(0.05), 1e-9);
+  EXPECT_GT(a.yarn.low, 50);
+
+  for (const auto& [key, value, message] :
+       {std::tuple{"factor", nlohmann::json(-1.0), "rope_scaling.factor"},
+        {"beta_fast", nlohmann::json(0.0), "beta_fast"},
+        {"mscale", nlohmann::json(-1.0), "mscale"},
+        {"truncate", nlohmann::json("no"), "truncate"},
+        {"attention_factor", nlohmann::json(0.0), "attention_factor"},
+        {"extrapolation_factor", nlohmann::json(1.0), "rope_scaling.extrapolation_factor"}}) {
+    c = qwen_yarn_config();
+    c["rope_scaling"][key] = value;
+    expect_error([&] { architecture(c); }, {message});
+  }
+  c = qwen_yarn_config();
+  c["rope_theta"] = 1.0;
+  expect_error([&] { architecture(c); }, {"rope_theta"});
 }
 
 }  // namespace

@@ -263,6 +263,31 @@ TEST(GgufExport, UnquantizedModelsBecomeF32) {
   for (size_t i = 0; i < embed.size(); i += 13) EXPECT_EQ(embed[i], element(hf, i));
 }
 
+// yarn: llama.cpp's keys, and the settings it runs only at their defaults refused by name.
+TEST(GgufExport, YarnKeysAndWhatLlamaCppFixes) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-qwen2-yarn", Dtype::F32);
+  const GgufFile g = export_to(in, scratch.file("yarn.gguf"));
+  EXPECT_EQ(g.get<std::string>("qwen2.rope.scaling.type"), "yarn");
+  EXPECT_EQ(g.get<float>("qwen2.rope.scaling.factor"), 4.0f);
+  EXPECT_EQ(g.get<uint32_t>("qwen2.rope.scaling.original_context_length"), 1024u);
+  EXPECT_EQ(g.get<uint32_t>("qwen2.context_length"), 1024u);  // max_position_embeddings
+  const std::string config = in + "/config.json";
+  const nlohmann::json original = nlohmann::json::parse(read_file(config));
+  for (const auto& [key, value] : {std::pair{"beta_fast", nlohmann::json(16.0)},
+                                   {"beta_slow", nlohmann::json(2.0)},
+                                   {"truncate", nlohmann::json(false)},
+                                   {"attention_factor", nlohmann::json(1.0)}}) {
+    nlohmann::json c = original;
+    c["rope_scaling"][key] = value;
+    write_file(config, c.dump());
+    GgufExportOptions o;
+    o.model_dir = in;
+    o.output = scratch.file(std::string(key) + ".gguf");
+    expect_error([&] { export_gguf(o); }, {std::string("rope_scaling.") + key});
+  }
+}
+
 // stories260K: SentencePiece-style BPE with byte fallback becomes llama.cpp's "llama" vocabulary.
 TEST(GgufExport, SentencePieceVocabulary) {
   ScratchDir scratch;

@@ -1,7 +1,7 @@
 // Every architecture against an independent implementation: tiny synthetic models of each
-// (Llama with and without rope scaling, tied and untied, Mistral, Qwen2 with biases, Qwen3 with
-// q/k norms, Gemma 2, Gemma 3, Phi-3 with longrope's short and long factors) in F32, exported to
-// F32 GGUF and run by llama.cpp (node-llama-cpp's prebuilt CPU library,
+// (Llama with and without rope scaling, tied and untied, Mistral, Qwen2 with biases and with yarn,
+// Qwen3 with q/k norms, Gemma 2, Gemma 3, Phi-3 with longrope's short and long factors) in F32,
+// exported to F32 GGUF and run by llama.cpp (node-llama-cpp's prebuilt CPU library,
 // tests/js/llamacpp_reference.mjs) on the same token ids as dq4's Model: the greedy ids must be
 // equal and the next-token probabilities close.
 
@@ -110,6 +110,9 @@ TEST_P(LlamaCppDifferential, GreedyIdsAndProbabilitiesMatch) {
     runs = {{{prompt_ids(7, vocab, 1), 9}, {prompt_ids(1, vocab, 2), 15}}};
   } else if (preset == "tiny-phi3") {
     runs = {{{prompt_ids(16, vocab, 1), 16}}, {{prompt_ids(262, vocab, 4), 4}}};
+  } else if (preset == "tiny-qwen2-yarn") {
+    // Positions far enough for the interpolated frequencies to turn.
+    runs = {{{prompt_ids(16, vocab, 1), 24}, {prompt_ids(300, vocab, 3), 8}}};
   } else {
     runs = {{{prompt_ids(16, vocab, 1), 24},
              {prompt_ids(1, vocab, 2), 12},
@@ -131,8 +134,9 @@ TEST_P(LlamaCppDifferential, GreedyIdsAndProbabilitiesMatch) {
 INSTANTIATE_TEST_SUITE_P(TinyPresets, LlamaCppDifferential,
                          testing::Values("tiny", "tiny-llama3", "tiny-linear-rope", "tiny-tied",
                                          "tiny-mistral", "tiny-qwen2", "tiny-qwen3",
-                                         "tiny-qwen3-moe", "tiny-qwen2-moe", "tiny-mixtral",
-                                         "tiny-olmoe", "tiny-gemma2", "tiny-gemma3", "tiny-phi3"),
+                                         "tiny-qwen2-yarn", "tiny-qwen3-moe", "tiny-qwen2-moe",
+                                         "tiny-mixtral", "tiny-olmoe", "tiny-gemma2", "tiny-gemma3",
+                                         "tiny-phi3"),
                          preset_test_name);
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -10,26 +9,16 @@
 #include "dq4/model/model.h"
 #include "expect_error.h"
 #include "fixtures.h"
-#include "safetensors_writer.h"
 #include "stories_fixture.h"
 
 namespace dq4 {
 namespace {
 
 using test::expect_error;
-namespace fs = std::filesystem;
 
 using test::stories_config;
 
-// A model directory with the stories260K weights and the given config.json.
-struct ModifiedModel {
-  test::ScratchDir dir;
-  explicit ModifiedModel(const nlohmann::json& config) {
-    fs::copy_file(test::fixtures_dir() + "/stories260K-hf/model.safetensors",
-                  dir.file("model.safetensors"));
-    test::write_file(dir.file("config.json"), config.dump());
-  }
-};
+using ModifiedModel = test::StoriesWithConfig;
 
 TEST(ModelErrors, BadFilesAndShapes) {
   expect_error([] { Model::load("/nonexistent/model"); }, {"/nonexistent/model", "config.json"});

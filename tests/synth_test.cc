@@ -197,6 +197,7 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     EXPECT_EQ(c.rope_scaling.factor, o.config.rope_scaling.factor);
     EXPECT_EQ(c.rope_scaling.original_max_position_embeddings,
               o.config.rope_scaling.original_max_position_embeddings);
+    EXPECT_EQ(c.rope_scaling.factor_given, o.config.rope_scaling.factor_given);
     EXPECT_TRUE(c.rope_scaling.other_keys.empty());
     EXPECT_EQ(c.sliding_window, o.config.sliding_window);
     EXPECT_EQ(c.attention_bias, o.config.attention_bias);
@@ -253,7 +254,7 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
       EXPECT_EQ(ckpt.find("model.layers.0.mlp.shared_expert_gate.weight") != nullptr,
                 name == "tiny-qwen2-moe");
     }
-    const bool bias = name == "tiny-qwen2" || name == "tiny-qwen2-moe";
+    const bool bias = name.starts_with("tiny-qwen2");
     for (const char* proj : {"q_proj", "k_proj", "v_proj"})
       EXPECT_EQ(ckpt.find(std::string("model.layers.0.self_attn.") + proj + ".bias") != nullptr,
                 bias);

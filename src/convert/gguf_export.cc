@@ -247,6 +247,11 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
     w.add_string(arch + ".rope.scaling.type", "linear");
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
   }
+  if (a.rope == RopeVariant::yarn) {
+    w.add_string(arch + ".rope.scaling.type", "yarn");
+    w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(a.yarn.factor));
+    w.add_u32(arch + ".rope.scaling.original_context_length", u32(a.yarn.original_context));
+  }
   // Gemma: llama.cpp fixes the layer pattern (2 for Gemma 2, 6 for Gemma 3) and Gemma 3's
   // local rope base (10000); the window and the caps are keys.
   if (a.gemma) w.add_u32(arch + ".attention.sliding_window", u32(c.sliding_window));
@@ -275,6 +280,23 @@ void check_gemma_pattern(const Architecture& a, const std::string& arch) {
                 ": llama.cpp's gemma3 fixes it at 10000");
 }
 
+// llama.cpp's yarn for these architectures: beta_fast 32, beta_slow 1, the ramp's bounds rounded
+// out, and an attention factor of 1 + 0.1 ln(factor) (for any factor) that it computes itself.
+void check_yarn(const Architecture& a) {
+  const RopeScaling& r = a.config.rope_scaling;
+  const auto refuse = [](const std::string& key, const std::string& why) {
+    throw Error("export-gguf: rope_scaling." + key + ": " + why);
+  };
+  if (r.beta_fast != 32) refuse("beta_fast", "llama.cpp runs 32 here");
+  if (r.beta_slow != 1) refuse("beta_slow", "llama.cpp runs 1 here");
+  if (!r.truncate) refuse("truncate", "llama.cpp rounds the ramp's bounds");
+  const double own = 1 + 0.1 * std::log(a.yarn.factor);
+  if (std::abs(a.rope_attention_factor - own) > 1e-6 * own)
+    refuse(r.attention_factor > 0 ? "attention_factor" : "factor",
+           "llama.cpp's attention factor is 1 + 0.1 ln(factor) = " + std::to_string(own) +
+               ", this model's " + std::to_string(a.rope_attention_factor));
+}
+
 }  // namespace
 
 GgufExportReport export_gguf(const GgufExportOptions& o) {
@@ -300,6 +322,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   w.add_string("general.type", "model");
   w.add_string("general.name", fs::path(o.model_dir).filename().string());
   if (a.gemma) check_gemma_pattern(a, arch.name);
+  if (a.rope == RopeVariant::yarn) check_yarn(a);
   add_hparams(w, a, arch.name);
 
   // Float tensors of a quantized checkpoint keep their dtype (1-D ones become F32, as the script

@@ -141,6 +141,7 @@ nlohmann::ordered_json rope_scaling_json(const RopeScaling& r) {
     j["low_freq_factor"] = r.low_freq_factor;
     j["original_max_position_embeddings"] = r.original_max_position_embeddings;
   }
+  if (r.type == "yarn") j["original_max_position_embeddings"] = r.original_max_position_embeddings;
   if (r.type == "longrope") {
     j.erase("factor");
     j["long_factor"] = r.long_factor;

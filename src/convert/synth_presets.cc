@@ -22,7 +22,7 @@ enum class Arch {
   gemma3,
   phi3
 };
-enum class Rope { none, llama3, linear, longrope };
+enum class Rope { none, llama3, linear, longrope, yarn };
 
 // A preset: the defaults are the tiny model of synth.h's comment (Llama, untied, no rope scaling).
 struct Preset {
@@ -34,7 +34,7 @@ struct Preset {
   bool tied = false;
   Rope rope = Rope::none;
   double rope_factor = 1.0;
-  int64_t rope_original_context = 0;           // llama3
+  int64_t rope_original_context = 0;           // llama3, longrope, yarn
   int64_t sliding_window = 0;                  // 0: none
   double attn_softcap = 0, final_softcap = 0;  // Gemma 2
   bool tiny = true;                            // weights ~N(0, 0.1^2), norms 1 + ~N(0, 0.1^2)
@@ -186,6 +186,15 @@ constexpr Preset kPresets[] = {
     {.name = "tiny-mistral", .arch = Arch::mistral, .sliding_window = 16},
     {.name = "tiny-qwen2", .arch = Arch::qwen2, .rms_norm_eps = 1e-6},
     {.name = "tiny-qwen3", .arch = Arch::qwen3, .rms_norm_eps = 1e-6, .tied = true},
+    // Qwen2.5's long-context setting: yarn over the original context (frequency indices 0-2
+    // extrapolated, 3-6 on the ramp, 7-11 interpolated), the context extended to 4x.
+    {.name = "tiny-qwen2-yarn",
+     .arch = Arch::qwen2,
+     .context = 1024,
+     .rms_norm_eps = 1e-6,
+     .rope = Rope::yarn,
+     .rope_factor = 4.0,
+     .rope_original_context = 1024},
     tiny_moe("tiny-qwen3-moe", Arch::qwen3_moe, true),
     tiny_moe("tiny-qwen2-moe", Arch::qwen2_moe, false),
     tiny_moe("tiny-mixtral", Arch::mixtral, true),
@@ -292,9 +301,13 @@ SynthOptions options_of(const Preset& p) {
   if (p.rope != Rope::none) {
     c.rope_scaling.type = p.rope == Rope::llama3   ? "llama3"
                           : p.rope == Rope::linear ? "linear"
+                          : p.rope == Rope::yarn   ? "yarn"
                                                    : "longrope";
     // longrope's factor is implied by the contexts (Phi-3's configs carry none).
-    if (p.rope != Rope::longrope) c.rope_scaling.factor = p.rope_factor;
+    if (p.rope != Rope::longrope) {
+      c.rope_scaling.factor = p.rope_factor;
+      c.rope_scaling.factor_given = true;
+    }
   }
   if (p.rope == Rope::longrope) {
     // max_position_embeddings is factor times the original context; the factors grow with the
@@ -308,6 +321,8 @@ SynthOptions options_of(const Preset& p) {
       c.rope_scaling.long_factor.push_back(1.0 + (p.rope_factor - 1.0) * t);
     }
   }
+  if (p.rope == Rope::yarn)
+    c.rope_scaling.original_max_position_embeddings = p.rope_original_context;
   if (p.rope == Rope::llama3) {
     c.rope_scaling.low_freq_factor = 1.0;
     c.rope_scaling.high_freq_factor = 4.0;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "dq4/io/text_file.h"
 #include "dq4/kernels/error.h"
@@ -39,13 +40,35 @@ RopeScaling parse_rope_scaling(const io::JsonFields& rope) {
     r.type = rope.required_string("type");
   else
     rope.fail("rope_type", "missing");
+  r.factor_given = rope.number("factor").has_value();
   r.factor = rope.number("factor").value_or(1.0);
   r.low_freq_factor = rope.number("low_freq_factor").value_or(1.0);
   r.high_freq_factor = rope.number("high_freq_factor").value_or(4.0);
   r.original_max_position_embeddings = rope.integer("original_max_position_embeddings").value_or(0);
   r.short_factor = rope.numbers("short_factor");
   r.long_factor = rope.numbers("long_factor");
+  r.attention_factor = positive_or_off(rope, "attention_factor");
+  // mscale_all_dim 0 is how some configs say "none" (transformers reads 0 as absent).
+  for (auto [key, value] :
+       {std::pair{"mscale", &r.mscale}, {"mscale_all_dim", &r.mscale_all_dim}}) {
+    *value = rope.number(key).value_or(0.0);
+    if (!(*value >= 0 && std::isfinite(*value)))
+      rope.fail(key, "must be a number >= 0, got " + io::json_snippet(*rope.find(key)));
+  }
+  if (const double beta = positive_or_off(rope, "beta_fast"); beta > 0) r.beta_fast = beta;
+  if (const double beta = positive_or_off(rope, "beta_slow"); beta > 0) r.beta_slow = beta;
+  r.truncate = rope.boolean("truncate").value_or(true);
   return r;
+}
+
+// The rope keys parse_rope_scaling reads; any other is kept in other_keys.
+bool rope_key_read(std::string_view key) {
+  for (const char* read :
+       {"rope_type", "type", "factor", "low_freq_factor", "high_freq_factor",
+        "original_max_position_embeddings", "short_factor", "long_factor", "attention_factor",
+        "mscale", "mscale_all_dim", "beta_fast", "beta_slow", "truncate"})
+    if (key == read) return true;
+  return false;
 }
 
 std::vector<int32_t> token_ids(const io::JsonFields& fields, std::string_view key) {
@@ -112,18 +135,13 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     c.rope_scaling = parse_rope_scaling(rope);
     if (c.rope_scaling.type == "default") c.rope_scaling.type.clear();
     for (const auto& [key, value] : fields.find("rope_parameters")->items())
-      if (key != "rope_type" && key != "type" && key != "rope_theta" && key != "factor" &&
-          key != "low_freq_factor" && key != "high_freq_factor" &&
-          key != "original_max_position_embeddings" && key != "short_factor" &&
-          key != "long_factor" && !value.is_null())
+      if (!rope_key_read(key) && key != "rope_theta" && !value.is_null())
         c.rope_scaling.other_keys.push_back("rope_parameters." + key);
   } else if (fields.has("rope_scaling")) {
     c.rope_scaling = parse_rope_scaling(fields.object("rope_scaling"));
     if (c.rope_scaling.type == "default") c.rope_scaling.type.clear();
     for (const auto& [key, value] : fields.find("rope_scaling")->items())
-      if (key != "rope_type" && key != "type" && key != "factor" && key != "low_freq_factor" &&
-          key != "high_freq_factor" && key != "original_max_position_embeddings" &&
-          key != "short_factor" && key != "long_factor" && !value.is_null())
+      if (!rope_key_read(key) && !value.is_null())
         c.rope_scaling.other_keys.push_back("rope_scaling." + key);
   }
   if (!(c.rope_theta > 0)) fields.fail("rope_theta", "must be positive");

@@ -24,7 +24,9 @@
 namespace dq4 {
 namespace {
 
-void check_batch(std::span<const SequenceInput> batch, const KvCache& cache, const ModelConfig& c) {
+void check_batch(std::span<const SequenceInput> batch, const KvCache& cache,
+                 const Architecture& arch) {
+  const ModelConfig& c = arch.config;
   const KvCacheShape& s = cache.shape();
   if (s.layers != c.num_hidden_layers || s.kv_heads != c.num_key_value_heads ||
       s.head_dim != c.head_dim)
@@ -38,9 +40,9 @@ void check_batch(std::span<const SequenceInput> batch, const KvCache& cache, con
     if (seq.tokens.empty()) fail("no tokens");
     if (seq.start < 0) fail("negative start");
     const int64_t end = seq.start + static_cast<int64_t>(seq.tokens.size());
-    if (end > c.max_position_embeddings)
+    if (end > arch.context_length)
       fail("positions up to " + std::to_string(end) + " exceed the context of " +
-           std::to_string(c.max_position_embeddings) + " tokens");
+           std::to_string(arch.context_length) + " tokens");
     if (static_cast<int64_t>(seq.block_table.size()) * s.block_size < end)
       fail("block table of " + std::to_string(seq.block_table.size()) +
            " blocks is too short for " + std::to_string(end) + " tokens");
@@ -112,7 +114,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   Impl& m = *impl_;
   const ModelConfig& c = m.arch.config;
   ThreadPool& pool = pool_arg != nullptr ? *pool_arg : ThreadPool::global();
-  check_batch(batch, cache, c);
+  check_batch(batch, cache, m.arch);
 
   const int64_t hidden = c.hidden_size, head_dim = c.head_dim;
   const int64_t q_cols = c.num_attention_heads * head_dim,

@@ -164,7 +164,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
 const ModelConfig& Model::config() const { return impl_->arch.config; }
 const LoadReport& Model::load_report() const { return impl_->report; }
 int64_t Model::vocab_size() const { return impl_->arch.config.vocab_size; }
-int64_t Model::max_context() const { return impl_->arch.config.max_position_embeddings; }
+int64_t Model::max_context() const { return impl_->arch.context_length; }
 int64_t Model::rope_switch_length() const {
   return impl_->inv_freq_long.empty() ? 0 : impl_->arch.longrope_original_context;
 }

@@ -20,8 +20,8 @@ void declare_synth_options(Args& args) {
       "llama-1b, llama-3b, llama-8b, qwen3-0.6b, qwen3-30b-a3b, olmoe-1b-7b, mixtral-8x7b, "
       "gemma2-2b, gemma3-1b (real shapes, BF16; --layers cuts the depth), or a tiny model: tiny, "
       "tiny-llama3, tiny-linear-rope, tiny-tied, tiny-mistral, tiny-qwen2, tiny-qwen3, "
-      "tiny-qwen3-moe, tiny-qwen2-moe, tiny-mixtral, tiny-olmoe, tiny-gemma2, tiny-gemma3, "
-      "tiny-phi3",
+      "tiny-qwen2-yarn, tiny-qwen3-moe, tiny-qwen2-moe, tiny-mixtral, tiny-olmoe, tiny-gemma2, "
+      "tiny-gemma3, tiny-phi3",
       "tiny");
   args.option("dtype", "TYPE", "bf16, f16 or f32 (default: the preset's)");
   args.option("layers", "N", "num_hidden_layers");

@@ -15,10 +15,17 @@ namespace dq4 {
 struct RopeScaling {
   std::string type;  // "" when absent or null; else rope_type (or the legacy "type")
   double factor = 1.0;
+  bool factor_given = false;                      // yarn: else max_position_embeddings / original
   double low_freq_factor = 1.0;                   // llama3
   double high_freq_factor = 4.0;                  // llama3
-  int64_t original_max_position_embeddings = 0;   // llama3; 0 when absent
+  int64_t original_max_position_embeddings = 0;   // llama3, yarn; 0 when absent
   std::vector<double> short_factor, long_factor;  // longrope (Phi-3): per rotary frequency
+  // yarn: the attention factor (0: from the factor, or from mscale / mscale_all_dim where both
+  // are given and nonzero), the rotations that bound the ramp between the extrapolated and the
+  // interpolated frequencies, and whether those bounds are rounded to whole frequencies.
+  double attention_factor = 0, mscale = 0, mscale_all_dim = 0;
+  double beta_fast = 32, beta_slow = 1;
+  bool truncate = true;
   std::vector<std::string> other_keys;  // keys dq4 does not read (the model layer refuses them)
 };
 

@@ -43,7 +43,7 @@ struct LayerModules {
   std::vector<ExpertModules> experts;
 };
 
-enum class RopeVariant { plain, linear, llama3, longrope };
+enum class RopeVariant { plain, linear, llama3, longrope, yarn };
 enum class Activation { silu, gelu_tanh };  // SwiGLU; GeGLU with the tanh GELU (Gemma)
 
 struct Architecture {
@@ -76,7 +76,16 @@ struct Architecture {
   int64_t rotary_dim = 0;  // head_dim * partial_rotary_factor (Phi-3); even
   // longrope: the factors switch from short to long once a sequence's length exceeds this.
   int64_t longrope_original_context = 0;
-  float rope_attention_factor = 1.0f;  // longrope's scaling of cos and sin
+  float rope_attention_factor = 1.0f;  // longrope's and yarn's scaling of cos and sin
+  // yarn: the original context, the factor, and the frequency indices between which the ramp
+  // goes from extrapolated (below low) to interpolated (above high) frequencies.
+  struct YarnRamp {
+    int64_t original_context = 0;
+    double factor = 1, low = 0, high = 0;
+  } yarn;
+  // The longest sequence the model runs: max_position_embeddings, or with yarn the original
+  // context times the factor where that is longer (as vLLM).
+  int64_t context_length = 0;
 
   // The text model's tensors: "model.", or for Gemma 3 multimodal checkpoints
   // "language_model.model." (older transformers) or "model.language_model." (newer).

@@ -84,7 +84,7 @@ class Model {
   const ModelConfig& config() const;
   const LoadReport& load_report() const;
   int64_t vocab_size() const;
-  int64_t max_context() const;  // max_position_embeddings (or the sliding window limit)
+  int64_t max_context() const;  // max_position_embeddings, longer with yarn (Architecture)
   // longrope: a sequence longer than this runs the long factors at every position, a shorter one
   // the short factors; 0 for every other rope.
   int64_t rope_switch_length() const;
