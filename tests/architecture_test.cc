@@ -326,6 +326,9 @@ TEST(Architecture, YarnSettings) {
         {"mscale", nlohmann::json(-1.0), "mscale"},
         {"truncate", nlohmann::json("no"), "truncate"},
         {"attention_factor", nlohmann::json(0.0), "attention_factor"},
+        {"beta_slow", nlohmann::json(1e308), "rope_scaling.beta_slow"},
+        {"original_max_position_embeddings", nlohmann::json(-1),
+         "rope_scaling.original_max_position_embeddings"},
         {"extrapolation_factor", nlohmann::json(1.0), "rope_scaling.extrapolation_factor"}}) {
     c = qwen_yarn_config();
     c["rope_scaling"][key] = value;

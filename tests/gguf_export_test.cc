@@ -335,6 +335,22 @@ TEST(GgufExport, RefusalsNameTheFault) {
   fails(quantize(synth(scratch, "tiny", Dtype::F32), scratch.file("f32q"), 32, true,
                  WeightFormat::int_quantized),
         {"weight_scale", "not exactly representable in f16"});
+  // A config.json whose shapes the tensors do not have.
+  const std::string config = bf16 + "/config.json";
+  const std::string original = read_file(config);
+  nlohmann::json changed = nlohmann::json::parse(original);
+  changed["head_dim"] = 12;
+  write_file(config, changed.dump());
+  fails(bf16, {"model.layers.0.self_attn.q_proj", "96x96", "config.json implies 48x96"});
+  changed = nlohmann::json::parse(original);
+  changed["vocab_size"] = 400;
+  write_file(config, changed.dump());
+  fails(bf16, {"model.embed_tokens.weight", "[400, 96]"});
+  changed = nlohmann::json::parse(original);
+  changed["max_position_embeddings"] = int64_t{1} << 40;
+  write_file(config, changed.dump());
+  fails(bf16, {"llama.context_length = 1099511627776", "uint32"});
+  write_file(config, original);
   fs::remove(bf16 + "/tokenizer.json");
   fails(bf16, {"tokenizer.json", "missing"});
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -222,27 +223,33 @@ std::vector<float> llama3_rope_factors(const ModelConfig& c) {
 
 void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) {
   const ModelConfig& c = a.config;
-  const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
-  w.add_u32(arch + ".vocab_size", u32(c.vocab_size));
-  w.add_u32(arch + ".context_length", u32(c.max_position_embeddings));
-  w.add_u32(arch + ".embedding_length", u32(c.hidden_size));
-  w.add_u32(arch + ".block_count", u32(c.num_hidden_layers));
-  w.add_u32(arch + ".feed_forward_length", u32(c.intermediate_size));
-  w.add_u32(arch + ".attention.head_count", u32(c.num_attention_heads));
-  w.add_u32(arch + ".attention.head_count_kv", u32(c.num_key_value_heads));
+  // A count the config gives that GGUF's uint32 cannot hold is refused rather than cut.
+  const auto u32 = [&w](const std::string& key, int64_t v) {
+    if (v < 0 || v > static_cast<int64_t>(UINT32_MAX))
+      throw Error("export-gguf: " + key + " = " + std::to_string(v) +
+                  " does not fit GGUF's uint32");
+    w.add_u32(key, static_cast<uint32_t>(v));
+  };
+  u32(arch + ".vocab_size", c.vocab_size);
+  u32(arch + ".context_length", c.max_position_embeddings);
+  u32(arch + ".embedding_length", c.hidden_size);
+  u32(arch + ".block_count", c.num_hidden_layers);
+  u32(arch + ".feed_forward_length", c.intermediate_size);
+  u32(arch + ".attention.head_count", c.num_attention_heads);
+  u32(arch + ".attention.head_count_kv", c.num_key_value_heads);
   w.add_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
   w.add_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
-  w.add_u32(arch + ".attention.key_length", u32(c.head_dim));
-  w.add_u32(arch + ".attention.value_length", u32(c.head_dim));
-  w.add_u32(arch + ".rope.dimension_count", u32(a.rotary_dim));
+  u32(arch + ".attention.key_length", c.head_dim);
+  u32(arch + ".attention.value_length", c.head_dim);
+  u32(arch + ".rope.dimension_count", a.rotary_dim);
   if (c.num_experts > 0) {
-    w.add_u32(arch + ".expert_count", u32(c.num_experts));
-    w.add_u32(arch + ".expert_used_count", u32(c.num_experts_per_tok));
+    u32(arch + ".expert_count", c.num_experts);
+    u32(arch + ".expert_used_count", c.num_experts_per_tok);
   }
   if (c.moe_intermediate_size > 0)
-    w.add_u32(arch + ".expert_feed_forward_length", u32(c.moe_intermediate_size));
+    u32(arch + ".expert_feed_forward_length", c.moe_intermediate_size);
   if (c.shared_expert_intermediate_size > 0)
-    w.add_u32(arch + ".expert_shared_feed_forward_length", u32(c.shared_expert_intermediate_size));
+    u32(arch + ".expert_shared_feed_forward_length", c.shared_expert_intermediate_size);
   if (c.rope_scaling.type == "linear") {
     w.add_string(arch + ".rope.scaling.type", "linear");
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
@@ -250,18 +257,17 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
   if (a.rope == RopeVariant::yarn) {
     w.add_string(arch + ".rope.scaling.type", "yarn");
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(a.yarn.factor));
-    w.add_u32(arch + ".rope.scaling.original_context_length", u32(a.yarn.original_context));
+    u32(arch + ".rope.scaling.original_context_length", a.yarn.original_context);
   }
   // Gemma: llama.cpp fixes the layer pattern (2 for Gemma 2, 6 for Gemma 3) and Gemma 3's
   // local rope base (10000); the window and the caps are keys.
-  if (a.gemma) w.add_u32(arch + ".attention.sliding_window", u32(c.sliding_window));
+  if (a.gemma) u32(arch + ".attention.sliding_window", c.sliding_window);
   if (a.attention_softcap > 0) w.add_f32(arch + ".attn_logit_softcapping", a.attention_softcap);
   if (a.final_softcap > 0) w.add_f32(arch + ".final_logit_softcapping", a.final_softcap);
   if (arch == "phi3") {
-    w.add_u32(arch + ".attention.sliding_window", u32(a.sliding_window));
-    w.add_u32(arch + ".rope.scaling.original_context_length",
-              u32(a.longrope_original_context > 0 ? a.longrope_original_context
-                                                  : c.max_position_embeddings));
+    u32(arch + ".attention.sliding_window", a.sliding_window);
+    u32(arch + ".rope.scaling.original_context_length",
+        a.longrope_original_context > 0 ? a.longrope_original_context : c.max_position_embeddings);
     if (a.rope == RopeVariant::longrope)
       w.add_f32(arch + ".rope.scaling.attn_factor", a.rope_attention_factor);
   }
@@ -301,11 +307,12 @@ void check_yarn(const Architecture& a) {
 
 GgufExportReport export_gguf(const GgufExportOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  const Architecture a = Architecture::read(o.model_dir);
+  const ModelConfig config = ModelConfig::read(o.model_dir);
+  const Checkpoint ckpt = Checkpoint::open_dir(o.model_dir);
+  const Architecture a = Architecture::read(config, ckpt);
   const ModelConfig& c = a.config;
   const GgufArch arch = gguf_arch(c);
   const QuantizationConfig qc = QuantizationConfig::read(o.model_dir);
-  const Checkpoint ckpt = Checkpoint::open_dir(o.model_dir);
   if (fs::exists(o.output) && !o.replace_existing)
     throw Error("export-gguf: " + o.output + " exists (use --force to replace it)");
 
@@ -331,10 +338,29 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     if (!qc.quantized() || t.shape.size() == 1) return GgmlType::F32;
     return ggml_type(t.dtype, t);
   };
-  // Gemma's norms multiply by 1 + w: llama.cpp's by the weight as stored, so it is stored + 1.
-  const auto add_norm = [&](const std::string& hf, const std::string& gguf) {
-    if (!a.gemma) return add_float_tensor(w, gguf, ckpt.tensor(hf), GgmlType::F32, nullptr);
+  // Every tensor must have the shape config.json gives, as the model's loader checks: the GGUF
+  // takes its shapes from the tensors and its hyperparameters from the config, so a mismatch
+  // would make a file llama.cpp cannot load (and rows permuted by the config's head count).
+  const auto vector_of = [&](const std::string& hf, int64_t size) -> const TensorView& {
     const TensorView& t = ckpt.tensor(hf);
+    if (t.shape != std::vector<int64_t>{size})
+      throw Error("export-gguf: tensor '" + hf + "' in " + t.file + ": expected shape [" +
+                  std::to_string(size) + "] from config.json, got " + t.shape_string());
+    return t;
+  };
+  const auto linear_tensors = [&](const LinearModule& m) {
+    LinearTensors lt = find_linear_tensors(ckpt, m.name, qc.resolve(m.name));
+    if (lt.n != m.out_features || lt.k != m.in_features)
+      throw Error("export-gguf: module '" + m.name + "': the checkpoint holds " +
+                  std::to_string(lt.n) + "x" + std::to_string(lt.k) +
+                  " weights, config.json implies " + std::to_string(m.out_features) + "x" +
+                  std::to_string(m.in_features));
+    return lt;
+  };
+  // Gemma's norms multiply by 1 + w: llama.cpp's by the weight as stored, so it is stored + 1.
+  const auto add_norm = [&](const std::string& hf, const std::string& gguf, int64_t size) {
+    const TensorView& t = vector_of(hf, size);
+    if (!a.gemma) return add_float_tensor(w, gguf, t, GgmlType::F32, nullptr);
     const FloatElements values(t);
     std::vector<float> shifted(static_cast<size_t>(t.numel()));
     for (size_t i = 0; i < shifted.size(); ++i) shifted[i] = 1.0f + values[static_cast<int64_t>(i)];
@@ -355,9 +381,8 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       row_of = [rows = m.out_features, qk_heads](int64_t r) {
         return permuted_row(r, rows, qk_heads);
       };
-    const LinearScheme scheme = qc.resolve(m.name);
-    const LinearTensors lt = find_linear_tensors(ckpt, m.name, scheme);
-    if (scheme.kind == LinearKind::dense) {
+    const LinearTensors lt = linear_tensors(m);
+    if (lt.scheme.kind == LinearKind::dense) {
       add_float_tensor(w, gguf + ".weight", *lt.weight, dense_type(*lt.weight), row_of);
     } else {
       add_q4_0_tensor(w, gguf + ".weight", lt, row_of);
@@ -375,9 +400,9 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     std::optional<GgmlType> type;
     for (const ExpertModules& e : experts) {
       const LinearModule m = which(e);
-      const LinearScheme scheme = qc.resolve(m.name);
-      const LinearTensors lt = find_linear_tensors(ckpt, m.name, scheme);
-      const GgmlType t = scheme.kind == LinearKind::dense ? dense_type(*lt.weight) : GgmlType::Q4_0;
+      const LinearTensors lt = linear_tensors(m);
+      const GgmlType t =
+          lt.scheme.kind == LinearKind::dense ? dense_type(*lt.weight) : GgmlType::Q4_0;
       if (type && *type != t)
         throw Error("export-gguf: module '" + m.name +
                     "': the experts of a layer must all be stored alike (one GGUF tensor)");
@@ -394,6 +419,10 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
 
   // In the script's order: embedding, rope factors, each layer, final norm, head.
   const TensorView& embed = ckpt.tensor(a.embedding);
+  if (embed.shape != std::vector<int64_t>{c.vocab_size, c.hidden_size})
+    throw Error("export-gguf: tensor '" + a.embedding + "' in " + embed.file +
+                ": expected shape [" + std::to_string(c.vocab_size) + ", " +
+                std::to_string(c.hidden_size) + "] from config.json, got " + embed.shape_string());
   add_float_tensor(w, "token_embd.weight", embed, dense_type(embed), nullptr);
   if (a.rope == RopeVariant::llama3) {
     const std::vector<float> factors = llama3_rope_factors(c);
@@ -408,10 +437,13 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const LayerModules l = a.layer(i);
     const std::string blk = "blk." + std::to_string(i) + ".";
-    add_norm(l.input_norm, blk + "attn_norm.weight");
+    add_norm(l.input_norm, blk + "attn_norm.weight", c.hidden_size);
     if (a.qk_norm) {
-      add_norm(l.q_norm, blk + "attn_q_norm.weight");
-      add_norm(l.k_norm, blk + "attn_k_norm.weight");
+      // OLMoE's norms span the whole projections, the others' one head.
+      const int64_t q_size = a.qk_norm_whole ? c.num_attention_heads * c.head_dim : c.head_dim;
+      const int64_t k_size = a.qk_norm_whole ? c.num_key_value_heads * c.head_dim : c.head_dim;
+      add_norm(l.q_norm, blk + "attn_q_norm.weight", q_size);
+      add_norm(l.k_norm, blk + "attn_k_norm.weight", k_size);
     }
     if (l.attention_input.size() == 1) {  // Phi-3: fused in the checkpoint and in llama.cpp
       add_linear(l.attention_input[0], blk + "attn_qkv", 0);
@@ -422,10 +454,10 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     }
     add_linear(l.attention_output, blk + "attn_output", 0);
     if (a.gemma) {
-      add_norm(l.post_attention_norm, blk + "post_attention_norm.weight");
-      add_norm(l.pre_feedforward_norm, blk + "ffn_norm.weight");
+      add_norm(l.post_attention_norm, blk + "post_attention_norm.weight", c.hidden_size);
+      add_norm(l.pre_feedforward_norm, blk + "ffn_norm.weight", c.hidden_size);
     } else {
-      add_norm(l.post_attention_norm, blk + "ffn_norm.weight");
+      add_norm(l.post_attention_norm, blk + "ffn_norm.weight", c.hidden_size);
     }
     if (!l.experts.empty()) {
       add_linear(l.router.at(0), blk + "ffn_gate_inp", 0);
@@ -440,7 +472,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     }
     if (l.router.size() == 2) {  // Qwen2-MoE's shared-expert gate, as a vector
       const LinearModule& gate = l.router[1];
-      const LinearTensors lt = find_linear_tensors(ckpt, gate.name, qc.resolve(gate.name));
+      const LinearTensors lt = linear_tensors(gate);
       if (lt.scheme.kind != LinearKind::dense)
         throw Error("export-gguf: module '" + gate.name +
                     "': llama.cpp's ffn_gate_inp_shexp is a float vector; this one is quantized");
@@ -456,9 +488,9 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       add_linear(l.mlp_input.at(1), blk + "ffn_up" + suffix, 0);
       add_linear(l.mlp_output, blk + "ffn_down" + suffix, 0);
     }
-    if (a.gemma) add_norm(l.post_feedforward_norm, blk + "post_ffw_norm.weight");
+    if (a.gemma) add_norm(l.post_feedforward_norm, blk + "post_ffw_norm.weight", c.hidden_size);
   }
-  add_norm(a.final_norm, "output_norm.weight");
+  add_norm(a.final_norm, "output_norm.weight", c.hidden_size);
   if (a.head) add_linear(*a.head, "output", 0);
 
   // general.file_type: llama.cpp's llama_ftype of the main weights.

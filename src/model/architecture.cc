@@ -58,6 +58,9 @@ const char* activation_key(const ModelConfig& c) {
 // times over the original context.
 void configure_yarn(const ModelConfig& c, const std::string& file, Architecture& a) {
   const RopeScaling& r = c.rope_scaling;
+  if (r.original_max_position_embeddings < 0)
+    refuse(file, "rope_scaling.original_max_position_embeddings", "must be positive");
+  if (c.rope_theta == 1) refuse(file, "rope_theta", "yarn's ramp needs a base other than 1");
   const int64_t original = r.original_max_position_embeddings > 0
                                ? r.original_max_position_embeddings
                                : c.max_position_embeddings;
@@ -81,8 +84,8 @@ void configure_yarn(const ModelConfig& c, const std::string& file, Architecture&
            (2 * std::log(c.rope_theta));
   };
   double low = index_of(r.beta_fast), high = index_of(r.beta_slow);
-  if (!std::isfinite(low) || !std::isfinite(high))
-    refuse(file, "rope_theta", "yarn's ramp needs a base other than 1");
+  if (!std::isfinite(low)) refuse(file, "rope_scaling.beta_fast", "out of range");
+  if (!std::isfinite(high)) refuse(file, "rope_scaling.beta_slow", "out of range");
   if (r.truncate) low = std::floor(low), high = std::ceil(high);
   low = std::max(low, 0.0), high = std::min(high, dim - 1);
   if (low == high) high += 0.001;  // as transformers: no division by zero
@@ -293,9 +296,12 @@ void Architecture::name_text_model(const std::string& text_prefix, const std::st
 
 Architecture Architecture::read(const std::string& model_dir) {
   const ModelConfig config = ModelConfig::read(model_dir);
-  const Checkpoint checkpoint = Checkpoint::open_dir(model_dir);
+  return read(config, Checkpoint::open_dir(model_dir));
+}
+
+Architecture Architecture::read(const ModelConfig& config, const Checkpoint& checkpoint) {
   check_layer_count(config, checkpoint);
-  Architecture a = from_config(config, model_dir + "/config.json");
+  Architecture a = from_config(config, checkpoint.dir() + "/config.json");
   // Gemma 3 multimodal checkpoints: transformers before 4.52 wrote the text model under
   // language_model.model. (its head language_model.lm_head), later versions under
   // model.language_model. (its head lm_head); the checkpoint's names tell which.

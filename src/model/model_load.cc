@@ -34,10 +34,11 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
                                    ThreadPool* /*pool: packing uses the global pool*/) {
   const auto start = std::chrono::steady_clock::now();
   auto impl = std::make_unique<Impl>();
-  impl->arch = Architecture::read(dir);
+  const ModelConfig config = ModelConfig::read(dir);
+  const Checkpoint ckpt = Checkpoint::open_dir(dir);
+  impl->arch = Architecture::read(config, ckpt);
   const ModelConfig& c = impl->arch.config;
   const QuantizationConfig quant = QuantizationConfig::read(dir);
-  const Checkpoint ckpt = Checkpoint::open_dir(dir);
 
   const TensorView& embedding = ckpt.tensor(impl->arch.embedding);
   if (embedding.dtype != Dtype::F32 && embedding.dtype != Dtype::BF16 &&

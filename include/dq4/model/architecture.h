@@ -102,6 +102,8 @@ struct Architecture {
   // model_dir/config.json, and for Gemma 3 multimodal checkpoints the names of the checkpoint
   // there (which prefix its text model is under).
   static Architecture read(const std::string& model_dir);
+  // The same from model_dir's config and checkpoint, already read and opened.
+  static Architecture read(const ModelConfig& config, const Checkpoint& checkpoint);
   // Puts the text model's tensors under `text_prefix`, an untied head at `head_name`.
   void name_text_model(const std::string& text_prefix, const std::string& head_name);
 
