@@ -252,6 +252,38 @@ TEST(Architecture, Llama3RopeScalingFollowsTransformers) {
   EXPECT_NEAR(linear[1], 1.0 / std::pow(500000.0, 2.0 / 64) / 4, 1e-7);
 }
 
+TEST(Architecture, GraniteMultipliers) {
+  nlohmann::json c = stories_config();
+  c["architectures"] = {"GraniteForCausalLM"};
+  c["embedding_multiplier"] = 12.0;
+  c["attention_multiplier"] = 0.015625;
+  c["residual_multiplier"] = 0.22;
+  c["logits_scaling"] = 8.0;
+  Architecture a = architecture(c);
+  EXPECT_EQ(a.embedding_multiplier, 12.0f);
+  EXPECT_EQ(a.attention_scale, 0.015625f);  // in place of head_dim^-1/2
+  EXPECT_EQ(a.residual_multiplier, 0.22f);
+  EXPECT_EQ(a.logits_divisor, 8.0f);
+  EXPECT_EQ(a.layer(0).attention_input[0].name, "model.layers.0.self_attn.q_proj");
+  // transformers' defaults: every multiplier 1, the attention's too.
+  for (const char* key :
+       {"embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"})
+    c.erase(key);
+  a = architecture(c);
+  EXPECT_EQ(a.embedding_multiplier, 1.0f);
+  EXPECT_EQ(a.attention_scale, 1.0f);
+  EXPECT_EQ(a.residual_multiplier, 1.0f);
+  EXPECT_EQ(a.logits_divisor, 1.0f);
+  c["residual_multiplier"] = -0.5;
+  expect_error([&] { architecture(c); }, {"residual_multiplier", "positive"});
+  c["residual_multiplier"] = 1e300;
+  expect_error([&] { architecture(c); }, {"residual_multiplier", "range of a float"});
+  // Other families do not run Granite's scalars.
+  c = stories_config();
+  c["logits_scaling"] = 8.0;
+  expect_error([&] { architecture(c); }, {"logits_scaling", "changes the forward pass"});
+}
+
 // Qwen2.5's long-context setting (its model card's rope_scaling) on a 128-wide head.
 nlohmann::json qwen_yarn_config() {
   nlohmann::json c = stories_config();

@@ -288,6 +288,18 @@ TEST(GgufExport, YarnKeysAndWhatLlamaCppFixes) {
   }
 }
 
+// Granite: llama.cpp's granite architecture with its four scales from config.json.
+TEST(GgufExport, GraniteScales) {
+  ScratchDir scratch;
+  const GgufFile g =
+      export_to(synth(scratch, "tiny-granite", Dtype::F32), scratch.file("granite.gguf"));
+  EXPECT_EQ(g.get<std::string>("general.architecture"), "granite");
+  EXPECT_EQ(g.get<float>("granite.embedding_scale"), 12.0f);
+  EXPECT_EQ(g.get<float>("granite.attention.scale"), 0.015625f);
+  EXPECT_EQ(g.get<float>("granite.residual_scale"), 0.22f);
+  EXPECT_EQ(g.get<float>("granite.logit_scale"), 8.0f);
+}
+
 // stories260K: SentencePiece-style BPE with byte fallback becomes llama.cpp's "llama" vocabulary.
 TEST(GgufExport, SentencePieceVocabulary) {
   ScratchDir scratch;
@@ -350,6 +362,10 @@ TEST(GgufExport, RefusalsNameTheFault) {
   changed["max_position_embeddings"] = int64_t{1} << 40;
   write_file(config, changed.dump());
   fails(bf16, {"llama.context_length = 1099511627776", "uint32"});
+  changed = nlohmann::json::parse(original);
+  changed["mlp_bias"] = true;
+  write_file(config, changed.dump());
+  fails(bf16, {"model.layers.0.mlp.gate_proj", "implies a bias"});
   write_file(config, original);
   fs::remove(bf16 + "/tokenizer.json");
   fails(bf16, {"tokenizer.json", "missing"});

@@ -223,6 +223,11 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
       EXPECT_EQ(c.rope_scaling.short_factor, o.config.rope_scaling.short_factor);
       EXPECT_EQ(c.original_max_position_embeddings, 256);
     }
+    EXPECT_EQ(c.embedding_multiplier, o.config.embedding_multiplier);
+    EXPECT_EQ(c.attention_multiplier, o.config.attention_multiplier);
+    EXPECT_EQ(c.residual_multiplier, o.config.residual_multiplier);
+    EXPECT_EQ(c.logits_scaling, o.config.logits_scaling);
+    EXPECT_EQ(c.logits_scaling > 0, name == "tiny-granite");
     if (gemma) {
       EXPECT_EQ(c.attn_logit_softcapping, o.config.attn_logit_softcapping);
       EXPECT_EQ(c.final_logit_softcapping, o.config.final_logit_softcapping);

@@ -50,6 +50,7 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Gemma3ForCausalLM" || c.architecture == "Gemma3ForConditionalGeneration")
     return {"gemma3", false};
   if (c.architecture == "Phi3ForCausalLM") return {"phi3", false};
+  if (c.architecture == "GraniteForCausalLM") return {"granite", true};
   throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
 }
 
@@ -264,6 +265,13 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
   if (a.gemma) u32(arch + ".attention.sliding_window", c.sliding_window);
   if (a.attention_softcap > 0) w.add_f32(arch + ".attn_logit_softcapping", a.attention_softcap);
   if (a.final_softcap > 0) w.add_f32(arch + ".final_logit_softcapping", a.final_softcap);
+  if (arch == "granite") {  // as the script writes them, from config.json (1 where absent)
+    const auto scale = [](double v) { return static_cast<float>(v > 0 ? v : 1.0); };
+    w.add_f32(arch + ".embedding_scale", scale(c.embedding_multiplier));
+    w.add_f32(arch + ".attention.scale", scale(c.attention_multiplier));
+    w.add_f32(arch + ".residual_scale", scale(c.residual_multiplier));
+    w.add_f32(arch + ".logit_scale", scale(c.logits_scaling));
+  }
   if (arch == "phi3") {
     u32(arch + ".attention.sliding_window", a.sliding_window);
     u32(arch + ".rope.scaling.original_context_length",
@@ -355,6 +363,9 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
                   std::to_string(lt.n) + "x" + std::to_string(lt.k) +
                   " weights, config.json implies " + std::to_string(m.out_features) + "x" +
                   std::to_string(m.in_features));
+    if (m.has_bias && lt.bias == nullptr)
+      throw Error("export-gguf: module '" + m.name + "': config.json implies a bias, but " +
+                  ckpt.dir() + " holds no tensor '" + m.name + ".bias'");
     return lt;
   };
   // Gemma's norms multiply by 1 + w: llama.cpp's by the weight as stored, so it is stored + 1.

@@ -212,6 +212,12 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     if (c.rope_local_base_freq > 0) j["rope_local_base_freq"] = c.rope_local_base_freq;
     if (c.sliding_window_pattern > 0) j["sliding_window_pattern"] = c.sliding_window_pattern;
   }
+  if (c.architecture == "GraniteForCausalLM") {
+    j["embedding_multiplier"] = c.embedding_multiplier;
+    j["attention_multiplier"] = c.attention_multiplier;
+    j["residual_multiplier"] = c.residual_multiplier;
+    j["logits_scaling"] = c.logits_scaling;
+  }
   if (c.architecture == "Phi3ForCausalLM") {
     j["partial_rotary_factor"] = c.partial_rotary_factor;
     j["original_max_position_embeddings"] = c.original_max_position_embeddings;

@@ -20,7 +20,8 @@ enum class Arch {
   olmoe,
   gemma2,
   gemma3,
-  phi3
+  phi3,
+  granite
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -218,6 +219,8 @@ constexpr Preset kPresets[] = {
      .rope = Rope::linear,
      .rope_factor = 8.0,
      .sliding_window = 8},
+    // Granite: Llama with its four scalars (Granite 3's own values) and tied embeddings.
+    {.name = "tiny-granite", .arch = Arch::granite, .tied = true},
     // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
     // llama.cpp pads a small context to, so that its choice of factors can be matched).
     {.name = "tiny-phi3",
@@ -279,6 +282,13 @@ SynthOptions options_of(const Preset& p) {
     case Arch::phi3:
       c.architecture = "Phi3ForCausalLM", c.model_type = "phi3";
       c.partial_rotary_factor = 0.75;
+      break;
+    case Arch::granite:
+      c.architecture = "GraniteForCausalLM", c.model_type = "granite";
+      c.embedding_multiplier = 12.0;
+      c.attention_multiplier = 0.015625;
+      c.residual_multiplier = 0.22;
+      c.logits_scaling = 8.0;
       break;
   }
   c.num_experts = p.experts;

@@ -193,6 +193,10 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   c.final_logit_softcapping = positive_or_off(fields, "final_logit_softcapping");
   c.query_pre_attn_scalar = positive_or_off(fields, "query_pre_attn_scalar");
   c.rope_local_base_freq = positive_or_off(fields, "rope_local_base_freq");
+  c.embedding_multiplier = positive_or_off(fields, "embedding_multiplier");
+  c.attention_multiplier = positive_or_off(fields, "attention_multiplier");
+  c.residual_multiplier = positive_or_off(fields, "residual_multiplier");
+  c.logits_scaling = positive_or_off(fields, "logits_scaling");
   if (const auto pattern = fields.integer("sliding_window_pattern"))
     c.sliding_window_pattern = positive(fields, "sliding_window_pattern", *pattern);
   if (const auto original = fields.integer("original_max_position_embeddings"))

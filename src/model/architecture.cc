@@ -15,7 +15,8 @@ namespace dq4 {
 namespace {
 
 // Config fields of related architectures that change the forward pass in ways dq4 does not
-// implement; a config carrying one is refused rather than run wrong.
+// implement (or implements for their own architecture only, see own_key); a config carrying one
+// is refused rather than run wrong.
 const std::set<std::string_view>& unsupported_keys() {
   static const std::set<std::string_view> keys = {"attn_logit_softcapping",
                                                   "final_logit_softcapping",
@@ -37,6 +38,12 @@ const std::set<std::string_view>& unsupported_keys() {
 bool gemma_key(std::string_view key) {
   return key == "attn_logit_softcapping" || key == "final_logit_softcapping" ||
          key == "query_pre_attn_scalar" || key == "layer_types";
+}
+
+// The keys of that list Granite's forward pass implements.
+bool granite_key(std::string_view key) {
+  return key == "embedding_multiplier" || key == "attention_multiplier" ||
+         key == "residual_multiplier" || key == "logits_scaling";
 }
 
 // The key the activation was read from: Gemma's hidden_activation where given, else hidden_act.
@@ -240,17 +247,20 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              qwen2 = arch == "Qwen2ForCausalLM" || qwen2_moe,
              qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe, gemma2 = arch == "Gemma2ForCausalLM",
              gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
-             phi3 = arch == "Phi3ForCausalLM";
+             phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM";
   const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
-  if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3)
+  if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite)
     refuse(file, "architectures",
            "'" + arch +
                "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
                "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
                "MixtralForCausalLM, OlmoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-               "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM)");
+               "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM)");
+  const auto own_key = [&](std::string_view key) {
+    return ((gemma2 || gemma3) && gemma_key(key)) || (granite && granite_key(key));
+  };
   for (const std::string& key : c.keys) {
-    if (unsupported_keys().contains(key) && !((gemma2 || gemma3) && gemma_key(key)))
+    if (unsupported_keys().contains(key) && !own_key(key))
       refuse(file, key, "changes the forward pass in a way dq4 does not implement");
     if (!moe && (key == "num_experts" || key == "num_local_experts" ||
                  key == "moe_intermediate_size" || key == "shared_expert_intermediate_size"))
@@ -271,6 +281,18 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   a.qkv_bias = qwen2 || c.attention_bias;
   a.o_bias = !qwen2 && c.attention_bias;
   a.attention_scale = static_cast<float>(1.0 / std::sqrt(static_cast<float>(c.head_dim)));
+  if (granite) {
+    // transformers' GraniteConfig defaults every multiplier to 1 (the attention's too).
+    const auto or_one = [&](const char* key, double v) {
+      const auto f = static_cast<float>(v > 0 ? v : 1.0);
+      if (!std::isfinite(f) || f == 0) refuse(file, key, "out of the range of a float");
+      return f;
+    };
+    a.attention_scale = or_one("attention_multiplier", c.attention_multiplier);
+    a.embedding_multiplier = or_one("embedding_multiplier", c.embedding_multiplier);
+    a.residual_multiplier = or_one("residual_multiplier", c.residual_multiplier);
+    a.logits_divisor = or_one("logits_scaling", c.logits_scaling);
+  }
   // Llama's modeling code ignores sliding_window; Mistral's and Phi-3's apply it to every layer;
   // Qwen's use_sliding_window applies it to some layers only (max_window_layers), which dq4 does
   // not do.

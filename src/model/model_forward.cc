@@ -159,6 +159,9 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
         if (arch.gemma)
           for (int64_t k = 0; k < hidden; ++k)
             xr[k] = round_to(m.embedding_dtype, xr[k] * normalizer);
+        if (arch.embedding_multiplier != 1.0f)
+          for (int64_t k = 0; k < hidden; ++k)
+            xr[k] = round_to(m.embedding_dtype, xr[k] * arch.embedding_multiplier);
         row_sequence[r] = static_cast<int32_t>(b);
         row_position[r] = s.start + static_cast<int64_t>(i);
         ops::rope_angles(row_position[r], inv_freq, half, rope_cos + r * half, rope_sin + r * half);
@@ -254,11 +257,24 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
         for (int64_t i = r0 * hidden; i < r1 * hidden; ++i) x[i] += h[i];
       };
     };
+    // Granite: x += residual_multiplier * o(attn) as o(residual_multiplier * attn), the linear
+    // layer's input scaled instead of its output (likewise for down).
+    const auto scale_rows = [&](float* rows_of, int64_t cols) {
+      return [&, rows_of, cols](int64_t r0, int64_t r1) {
+        for (int64_t i = r0 * cols; i < r1 * cols; ++i) rows_of[i] *= arch.residual_multiplier;
+      };
+    };
+    const bool residual_scaled = arch.residual_multiplier != 1.0f;
     if (arch.gemma) {
       const auto post_attention = add_normalized(layer.post_attention_norm);
       layer.o.forward(attn, rows, q_cols, h, hidden, &pool, {.after = post_attention});
     } else {
-      layer.o.forward(attn, rows, q_cols, x, hidden, &pool, {.accumulate = true});
+      const auto scale_attention = scale_rows(attn, q_cols);
+      layer.o.forward(
+          attn, rows, q_cols, x, hidden, &pool,
+          {.accumulate = true,
+           .before = residual_scaled ? FunctionRef<void(int64_t, int64_t)>(scale_attention)
+                                     : FunctionRef<void(int64_t, int64_t)>()});
     }
     const std::vector<float>& mlp_norm =
         arch.gemma ? layer.pre_feedforward_norm : layer.post_attention_norm;
@@ -279,6 +295,8 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
                            inter);
       else
         ops::silu_mul(gate_up + r0 * 2 * inter, r1 - r0, inter, 2 * inter, act + r0 * inter, inter);
+      if (residual_scaled)
+        for (int64_t i = r0 * inter; i < r1 * inter; ++i) act[i] *= arch.residual_multiplier;
     };
     if (arch.gemma) {
       const auto post_feedforward = add_normalized(layer.post_feedforward_norm);
@@ -311,13 +329,19 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
       ops::rms_norm(x + head_rows[r] * hidden, 1, hidden, hidden, m.final_norm.data(), eps,
                     head_in + r * hidden, hidden);
   };
-  const auto cap_logits = [&](int64_t r0, int64_t r1) {
-    ops::soft_cap(logits + r0 * c.vocab_size, (r1 - r0) * c.vocab_size, arch.final_softcap);
+  // Gemma 2: soft-capped; Granite: divided by logits_scaling.
+  const auto finish_logits = [&](int64_t r0, int64_t r1) {
+    float* first = logits + r0 * c.vocab_size;
+    const int64_t n = (r1 - r0) * c.vocab_size;
+    if (arch.final_softcap > 0) ops::soft_cap(first, n, arch.final_softcap);
+    if (arch.logits_divisor != 1.0f)
+      for (int64_t i = 0; i < n; ++i) first[i] /= arch.logits_divisor;
   };
+  const bool finished = arch.final_softcap > 0 || arch.logits_divisor != 1.0f;
   m.head.forward(head_in, out_rows, hidden, logits, c.vocab_size, &pool,
                  {.before = final_norm,
-                  .after = arch.final_softcap > 0 ? FunctionRef<void(int64_t, int64_t)>(cap_logits)
-                                                  : FunctionRef<void(int64_t, int64_t)>()});
+                  .after = finished ? FunctionRef<void(int64_t, int64_t)>(finish_logits)
+                                    : FunctionRef<void(int64_t, int64_t)>()});
 }
 
 }  // namespace dq4

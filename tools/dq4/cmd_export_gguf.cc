@@ -13,8 +13,8 @@ namespace dq4::cli {
 int run_export_gguf(int argc, char** argv, int first) {
   Args args(
       "export-gguf",
-      "Writes the model in IN_DIR (Llama, Mistral, Qwen2, Qwen3, Gemma 2 / 3, Phi-3, and the\n"
-      "mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, their experts stacked) as one\n"
+      "Writes the model in IN_DIR (Llama, Mistral, Qwen2, Qwen3, Gemma 2 / 3, Granite, Phi-3, and\n"
+      "the mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, their experts stacked) as one\n"
       "GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and lays it out. A W4A8 or\n"
       "W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the same int4 values and\n"
       "scales (a scale f16 cannot hold exactly is an error, so are other group sizes); its\n"

@@ -65,13 +65,18 @@ struct ModelConfig {
   int32_t bos_token_id = -1;                    // -1 when absent
   std::vector<std::string> keys;                // every top-level key with a non-null value, sorted
 
-  // Gemma 2 / 3 and Phi-3; 0 or empty when absent.
+  // Gemma 2 / 3, Phi-3 and Granite; 0 or empty when absent.
   double attn_logit_softcapping = 0, final_logit_softcapping = 0;
   double query_pre_attn_scalar = 0;
   double rope_local_base_freq = 0;               // Gemma 3's local (sliding-window) layers
   int64_t sliding_window_pattern = 0;            // Gemma 3: every n-th layer is global
   std::vector<std::string> layer_types;          // "sliding_attention" / "full_attention" per layer
   int64_t original_max_position_embeddings = 0;  // Phi-3 (longrope's switch), top level
+  // Granite's scalars: embeddings times embedding_multiplier, attention scores times
+  // attention_multiplier, each layer's attention and MLP outputs times residual_multiplier before
+  // the residual add, logits divided by logits_scaling; 0 when absent.
+  double embedding_multiplier = 0, attention_multiplier = 0, residual_multiplier = 0;
+  double logits_scaling = 0;
 
   // Parses config.json text; `file` names it in messages. Gemma3ForConditionalGeneration's
   // text_config is read as the model (the vision tower is not run), Gemma 3's defaults filled in.

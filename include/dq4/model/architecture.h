@@ -66,7 +66,8 @@ struct Architecture {
   // scaled by sqrt(hidden_size) in their dtype.
   bool gemma = false;
   Activation activation = Activation::silu;
-  float attention_scale = 0;  // query_pre_attn_scalar^-1/2 (Gemma), else head_dim^-1/2
+  // query_pre_attn_scalar^-1/2 (Gemma), attention_multiplier (Granite), else head_dim^-1/2
+  float attention_scale = 0;
   float attention_softcap = 0, final_softcap = 0;  // Gemma 2; 0 = none
   // Per layer: its sliding window (0 = global). Gemma 2 alternates local and global layers,
   // Gemma 3 follows its pattern; Mistral and Phi-3 window every layer.
@@ -86,6 +87,11 @@ struct Architecture {
   // The longest sequence the model runs: max_position_embeddings, or with yarn the original
   // context times the factor where that is longer (as vLLM).
   int64_t context_length = 0;
+
+  // Granite: embeddings times embedding_multiplier (in the table's dtype), each layer's attention
+  // and MLP outputs times residual_multiplier before they are added to the residual stream, the
+  // logits divided by logits_scaling; 1 elsewhere.
+  float embedding_multiplier = 1.0f, residual_multiplier = 1.0f, logits_divisor = 1.0f;
 
   // The text model's tensors: "model.", or for Gemma 3 multimodal checkpoints
   // "language_model.model." (older transformers) or "model.language_model." (newer).
