@@ -83,13 +83,46 @@ TEST(Architecture, RefusesWhatItDoesNotRun) {
   c["final_logit_softcapping"] = 30.0;
   expect_error([&] { architecture(c); }, {"final_logit_softcapping"});
   c = stories_config();
-  c["architectures"] = {"Qwen2ForCausalLM"};
-  c["use_sliding_window"] = true;
-  c["sliding_window"] = 4096;
-  expect_error([&] { architecture(c); }, {"use_sliding_window"});
+  c["layer_types"] = {"full_attention", "full_attention", "full_attention", "full_attention",
+                      "sliding_attention"};
+  c["sliding_window"] = 16;
+  expect_error([&] { architecture(c); }, {"layer_types", "Gemma and Qwen only"});
   c = stories_config();
   c["partial_rotary_factor"] = 0.5;
   expect_error([&] { architecture(c); }, {"partial_rotary_factor"});
+}
+
+// Qwen's window: with use_sliding_window, on the sliding_attention layers of layer_types (which
+// newer transformers write into every Qwen config), else on the layers from max_window_layers on.
+TEST(Architecture, QwenLayerTypesAndWindows) {
+  nlohmann::json c = stories_config();  // 5 layers
+  c["architectures"] = {"Qwen3ForCausalLM"};
+  c["use_sliding_window"] = false;
+  c["sliding_window"] = nullptr;
+  c["max_window_layers"] = 28;
+  c["layer_types"] = std::vector<std::string>(5, "full_attention");
+  EXPECT_EQ(architecture(c).layer_window, std::vector<int64_t>(5, 0));
+  c["use_sliding_window"] = true;
+  c["sliding_window"] = 64;
+  c["layer_types"] = {"full_attention", "sliding_attention", "full_attention", "sliding_attention",
+                      "sliding_attention"};
+  EXPECT_EQ(architecture(c).layer_window, (std::vector<int64_t>{0, 64, 0, 64, 64}));
+  c.erase("layer_types");
+  c["max_window_layers"] = 3;
+  EXPECT_EQ(architecture(c).layer_window, (std::vector<int64_t>{0, 0, 0, 64, 64}));
+  c["use_sliding_window"] = false;  // the window off: sliding_window is not read
+  EXPECT_EQ(architecture(c).layer_window, std::vector<int64_t>(5, 0));
+  c["layer_types"] = {"full_attention"};
+  expect_error([&] { architecture(c); }, {"layer_types", "one entry per layer (5)"});
+  c["layer_types"] = std::vector<std::string>(5, "chunked_attention");
+  expect_error([&] { architecture(c); }, {"layer_types", "chunked_attention"});
+  c.erase("layer_types");
+  c["max_window_layers"] = -1;
+  expect_error([&] { architecture(c); }, {"max_window_layers"});
+  // Llama with layer_types all full_attention (as some tools write them) runs as before.
+  c = stories_config();
+  c["layer_types"] = std::vector<std::string>(5, "full_attention");
+  EXPECT_EQ(architecture(c).layer_window, std::vector<int64_t>(5, 0));
 }
 
 TEST(Architecture, NamesFusionGroupsAndVariants) {

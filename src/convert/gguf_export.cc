@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -326,11 +327,12 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
 
   GgufExportReport report;
   report.architecture = arch.name;
-  if (a.sliding_window > 0 && arch.name == "llama")
-    report.notes.push_back(
-        "llama.cpp's llama architecture has no sliding window: it matches "
-        "only for sequences up to sliding_window " +
-        std::to_string(a.sliding_window) + " tokens");
+  const int64_t window = *std::max_element(a.layer_window.begin(), a.layer_window.end());
+  if (window > 0 && !a.gemma && arch.name != "phi3")
+    report.notes.push_back("llama.cpp's " + arch.name +
+                           " architecture has no sliding window: it matches "
+                           "only for sequences up to sliding_window " +
+                           std::to_string(window) + " tokens");
 
   GgufWriter w;
   w.add_string("general.architecture", arch.name);

@@ -184,7 +184,14 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     j["attention_bias"] = c.attention_bias;
   j["attention_dropout"] = 0.0;
   if (c.architecture == "LlamaForCausalLM") j["mlp_bias"] = c.mlp_bias;
-  if (qwen) j["use_sliding_window"] = c.sliding_window > 0;
+  if (qwen) {
+    // As transformers writes Qwen configs: the window (when on) from max_window_layers on, and
+    // each layer's type.
+    j["use_sliding_window"] = c.sliding_window > 0;
+    j["max_window_layers"] = c.num_hidden_layers;
+    j["layer_types"] =
+        std::vector<std::string>(static_cast<size_t>(c.num_hidden_layers), "full_attention");
+  }
   if (qwen || c.architecture == "MistralForCausalLM" || c.architecture == "MixtralForCausalLM")
     j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nullptr;
   if (c.num_experts > 0) {

@@ -156,6 +156,10 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     const auto window = fields.integer("sliding_window");
     if (window) c.sliding_window = positive(fields, "sliding_window", *window);
   }
+  if (const auto first = fields.integer("max_window_layers")) {
+    if (*first < 0) fields.fail("max_window_layers", "must be >= 0");
+    c.max_window_layers = *first;
+  }
   c.num_experts =
       fields.integer("num_experts").value_or(fields.integer("num_local_experts").value_or(0));
   if (c.num_experts < 0) fields.fail("num_experts", "must not be negative");

@@ -18,26 +18,20 @@ namespace {
 // implement (or implements for their own architecture only, see own_key); a config carrying one
 // is refused rather than run wrong.
 const std::set<std::string_view>& unsupported_keys() {
-  static const std::set<std::string_view> keys = {"attn_logit_softcapping",
-                                                  "final_logit_softcapping",
-                                                  "query_pre_attn_scalar",
-                                                  "logits_scaling",
-                                                  "embedding_multiplier",
-                                                  "residual_multiplier",
-                                                  "attention_multiplier",
-                                                  "clip_qkv",
-                                                  "layer_types",
-                                                  "no_rope_layers",
-                                                  "use_qk_norm",
-                                                  "attention_chunk_size",
-                                                  "rope_interleaved"};
+  static const std::set<std::string_view> keys = {
+      "attn_logit_softcapping", "final_logit_softcapping",
+      "query_pre_attn_scalar",  "logits_scaling",
+      "embedding_multiplier",   "residual_multiplier",
+      "attention_multiplier",   "clip_qkv",
+      "no_rope_layers",         "use_qk_norm",
+      "attention_chunk_size",   "rope_interleaved"};
   return keys;
 }
 
 // The keys of that list Gemma's forward pass implements.
 bool gemma_key(std::string_view key) {
   return key == "attn_logit_softcapping" || key == "final_logit_softcapping" ||
-         key == "query_pre_attn_scalar" || key == "layer_types";
+         key == "query_pre_attn_scalar";
 }
 
 // The keys of that list Granite's forward pass implements.
@@ -56,6 +50,21 @@ const char* activation_key(const ModelConfig& c) {
 [[noreturn]] void refuse(const std::string& file, const std::string& field,
                          const std::string& why) {
   throw Error(file + ": " + field + ": " + why);
+}
+
+// layer_types, where given: per layer whether it is a sliding-window one; empty when absent.
+std::vector<bool> sliding_layers(const ModelConfig& c, const std::string& file) {
+  if (c.layer_types.empty()) return {};
+  if (static_cast<int64_t>(c.layer_types.size()) != c.num_hidden_layers)
+    refuse(file, "layer_types",
+           "needs one entry per layer (" + std::to_string(c.num_hidden_layers) + ")");
+  std::vector<bool> sliding;
+  for (const std::string& t : c.layer_types) {
+    if (t != "sliding_attention" && t != "full_attention")
+      refuse(file, "layer_types", "'" + t + "' is not sliding_attention or full_attention");
+    sliding.push_back(t == "sliding_attention");
+  }
+  return sliding;
 }
 
 // YaRN as transformers computes it: the original context from rope_scaling (else
@@ -189,21 +198,14 @@ void configure_gemma(const ModelConfig& c, const std::string& file, bool gemma3,
   a.attention_scale = static_cast<float>(1.0 / std::sqrt(scalar));
   a.attention_softcap = static_cast<float>(c.attn_logit_softcapping);
   a.final_softcap = static_cast<float>(c.final_logit_softcapping);
-  const int64_t layers = c.num_hidden_layers;
-  if (!c.layer_types.empty() && static_cast<int64_t>(c.layer_types.size()) != layers)
-    refuse(file, "layer_types", "needs one entry per layer (" + std::to_string(layers) + ")");
+  const std::vector<bool> sliding = sliding_layers(c, file);
   const int64_t pattern = c.sliding_window_pattern > 0 ? c.sliding_window_pattern : 6;
-  for (int64_t i = 0; i < layers; ++i) {
-    bool local;
-    if (!c.layer_types.empty()) {
-      const std::string& t = c.layer_types[static_cast<size_t>(i)];
-      if (t != "sliding_attention" && t != "full_attention")
-        refuse(file, "layer_types", "'" + t + "' is not sliding_attention or full_attention");
-      local = t == "sliding_attention";
-    } else {
-      // transformers: Gemma 2's even layers are local; Gemma 3's all but every pattern-th.
-      local = gemma3 ? (i + 1) % pattern != 0 : i % 2 == 0;
-    }
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    // transformers, without layer_types: Gemma 2's even layers are local; Gemma 3's all but
+    // every pattern-th.
+    const bool local = !sliding.empty() ? sliding[static_cast<size_t>(i)]
+                       : gemma3         ? (i + 1) % pattern != 0
+                                        : i % 2 == 0;
     a.layer_window[static_cast<size_t>(i)] = local ? c.sliding_window : 0;
   }
   if (gemma3) a.local_rope_theta = c.rope_local_base_freq > 0 ? c.rope_local_base_freq : 10000.0;
@@ -294,12 +296,22 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
     a.logits_divisor = or_one("logits_scaling", c.logits_scaling);
   }
   // Llama's modeling code ignores sliding_window; Mistral's and Phi-3's apply it to every layer;
-  // Qwen's use_sliding_window applies it to some layers only (max_window_layers), which dq4 does
-  // not do.
+  // Qwen's (with use_sliding_window) to the sliding_attention layers of layer_types, or without
+  // them to the layers from max_window_layers on. Newer transformers write layer_types into every
+  // Qwen config, all full_attention when the window is off.
   if (mistral || phi3) a.sliding_window = c.sliding_window;
-  if ((qwen2 || qwen3) && c.sliding_window > 0)
-    refuse(file, "use_sliding_window", "Qwen's per-layer sliding window is not supported");
   a.layer_window.assign(static_cast<size_t>(c.num_hidden_layers), a.sliding_window);
+  const std::vector<bool> sliding = sliding_layers(c, file);
+  if (qwen2 || qwen3) {
+    const int64_t first = c.max_window_layers >= 0 ? c.max_window_layers : 28;
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+      const bool windowed = !sliding.empty() ? sliding[static_cast<size_t>(i)] : i >= first;
+      a.layer_window[static_cast<size_t>(i)] = windowed ? c.sliding_window : 0;
+    }
+  } else if (!gemma2 && !gemma3 &&
+             std::find(sliding.begin(), sliding.end(), true) != sliding.end()) {
+    refuse(file, "layer_types", "sliding_attention layers run for Gemma and Qwen only");
+  }
   if (gemma2 || gemma3) configure_gemma(c, file, gemma3, a);
   if (arch == "Gemma3ForConditionalGeneration")
     a.name_text_model("language_model.model.", "language_model.lm_head");

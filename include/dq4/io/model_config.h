@@ -51,6 +51,7 @@ struct ModelConfig {
   // Sliding-window attention in tokens (Mistral's sliding_window; Qwen2's only with
   // use_sliding_window); 0 = none.
   int64_t sliding_window = 0;
+  int64_t max_window_layers = -1;  // Qwen: the first layer with the window; -1 when absent
   double partial_rotary_factor = 1.0;
   // Mixture of experts (0 experts: a dense model). The fields as the families name them:
   // num_experts (Qwen, OLMoE) or num_local_experts (Mixtral); 0 / empty where absent.
