@@ -317,6 +317,26 @@ TEST(Architecture, GraniteMultipliers) {
   expect_error([&] { architecture(c); }, {"logits_scaling", "changes the forward pass"});
 }
 
+// SmolLM3: no_rope_layers' 1 means the layer rotates (the name notwithstanding), 0 that it is NoPE.
+TEST(Architecture, SmolLM3NoPELayers) {
+  nlohmann::json c = stories_config();  // 5 layers
+  c["architectures"] = {"SmolLM3ForCausalLM"};
+  c["no_rope_layers"] = {1, 0, 1, 1, 0};
+  EXPECT_EQ(architecture(c).layer_rope, (std::vector<bool>{true, false, true, true, false}));
+  c.erase("no_rope_layers");  // every no_rope_layer_interval-th layer, 4 by default
+  EXPECT_EQ(architecture(c).layer_rope, (std::vector<bool>{true, true, true, false, true}));
+  c["no_rope_layer_interval"] = 2;
+  EXPECT_EQ(architecture(c).layer_rope, (std::vector<bool>{true, false, true, false, true}));
+  c["no_rope_layers"] = {1, 1};
+  expect_error([&] { architecture(c); }, {"no_rope_layers", "each of the 5 layers"});
+  c["no_rope_layers"] = {1, 2, 1, 1, 1};
+  expect_error([&] { architecture(c); }, {"no_rope_layers", "0 and 1"});
+  c = stories_config();
+  c["no_rope_layers"] = {1, 1, 1, 0, 1};
+  expect_error([&] { architecture(c); }, {"no_rope_layers", "changes the forward pass"});
+  EXPECT_EQ(architecture(stories_config()).layer_rope, std::vector<bool>(5, true));
+}
+
 // Qwen2.5's long-context setting (its model card's rope_scaling) on a 128-wide head.
 nlohmann::json qwen_yarn_config() {
   nlohmann::json c = stories_config();

@@ -300,6 +300,21 @@ TEST(GgufExport, GraniteScales) {
   EXPECT_EQ(g.get<float>("granite.logit_scale"), 8.0f);
 }
 
+// SmolLM3: llama.cpp's smollm3 fixes the NoPE layers at every fourth.
+TEST(GgufExport, SmolLM3NoPELayers) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-smollm3", Dtype::F32);
+  EXPECT_EQ(export_to(in, scratch.file("smollm3.gguf")).get<std::string>("general.architecture"),
+            "smollm3");
+  nlohmann::json c = nlohmann::json::parse(read_file(in + "/config.json"));
+  c["no_rope_layers"] = {1, 0, 1, 1};
+  write_file(in + "/config.json", c.dump());
+  GgufExportOptions o;
+  o.model_dir = in;
+  o.output = scratch.file("refused.gguf");
+  expect_error([&] { export_gguf(o); }, {"no_rope_layers", "layer 1 does not rotate"});
+}
+
 // stories260K: SentencePiece-style BPE with byte fallback becomes llama.cpp's "llama" vocabulary.
 TEST(GgufExport, SentencePieceVocabulary) {
   ScratchDir scratch;

@@ -228,6 +228,8 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     EXPECT_EQ(c.residual_multiplier, o.config.residual_multiplier);
     EXPECT_EQ(c.logits_scaling, o.config.logits_scaling);
     EXPECT_EQ(c.logits_scaling > 0, name == "tiny-granite");
+    EXPECT_EQ(c.no_rope_layers, o.config.no_rope_layers);
+    EXPECT_EQ(c.no_rope_layers.empty(), name != "tiny-smollm3");
     if (gemma) {
       EXPECT_EQ(c.attn_logit_softcapping, o.config.attn_logit_softcapping);
       EXPECT_EQ(c.final_logit_softcapping, o.config.final_logit_softcapping);

@@ -52,6 +52,7 @@ GgufArch gguf_arch(const ModelConfig& c) {
     return {"gemma3", false};
   if (c.architecture == "Phi3ForCausalLM") return {"phi3", false};
   if (c.architecture == "GraniteForCausalLM") return {"granite", true};
+  if (c.architecture == "SmolLM3ForCausalLM") return {"smollm3", true};
   throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
 }
 
@@ -295,6 +296,16 @@ void check_gemma_pattern(const Architecture& a, const std::string& arch) {
                 ": llama.cpp's gemma3 fixes it at 10000");
 }
 
+// llama.cpp's smollm3 leaves rotary embeddings out of every fourth layer, a step GGUF cannot
+// change.
+void check_nope_layers(const Architecture& a) {
+  for (size_t i = 0; i < a.layer_rope.size(); ++i)
+    if (a.layer_rope[i] != ((i + 1) % 4 != 0))
+      throw Error("export-gguf: no_rope_layers: layer " + std::to_string(i) +
+                  (a.layer_rope[i] ? " rotates" : " does not rotate") +
+                  ", llama.cpp's smollm3 leaves rotary embeddings out of every fourth layer only");
+}
+
 // llama.cpp's yarn for these architectures: beta_fast 32, beta_slow 1, the ramp's bounds rounded
 // out, and an attention factor of 1 + 0.1 ln(factor) (for any factor) that it computes itself.
 void check_yarn(const Architecture& a) {
@@ -340,6 +351,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   w.add_string("general.name", fs::path(o.model_dir).filename().string());
   if (a.gemma) check_gemma_pattern(a, arch.name);
   if (a.rope == RopeVariant::yarn) check_yarn(a);
+  if (arch.name == "smollm3") check_nope_layers(a);
   add_hparams(w, a, arch.name);
 
   // Float tensors of a quantized checkpoint keep their dtype (1-D ones become F32, as the script

@@ -219,6 +219,12 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     if (c.rope_local_base_freq > 0) j["rope_local_base_freq"] = c.rope_local_base_freq;
     if (c.sliding_window_pattern > 0) j["sliding_window_pattern"] = c.sliding_window_pattern;
   }
+  if (c.architecture == "SmolLM3ForCausalLM") {
+    j["no_rope_layers"] = c.no_rope_layers;
+    j["no_rope_layer_interval"] = c.no_rope_layer_interval;
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;
+  }
   if (c.architecture == "GraniteForCausalLM") {
     j["embedding_multiplier"] = c.embedding_multiplier;
     j["attention_multiplier"] = c.attention_multiplier;

@@ -21,7 +21,8 @@ enum class Arch {
   gemma2,
   gemma3,
   phi3,
-  granite
+  granite,
+  smollm3
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -221,6 +222,8 @@ constexpr Preset kPresets[] = {
      .sliding_window = 8},
     // Granite: Llama with its four scalars (Granite 3's own values) and tied embeddings.
     {.name = "tiny-granite", .arch = Arch::granite, .tied = true},
+    // SmolLM3: every fourth layer without rotary embeddings (NoPE), so four layers.
+    {.name = "tiny-smollm3", .arch = Arch::smollm3, .layers = 4, .tied = true},
     // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
     // llama.cpp pads a small context to, so that its choice of factors can be matched).
     {.name = "tiny-phi3",
@@ -282,6 +285,11 @@ SynthOptions options_of(const Preset& p) {
     case Arch::phi3:
       c.architecture = "Phi3ForCausalLM", c.model_type = "phi3";
       c.partial_rotary_factor = 0.75;
+      break;
+    case Arch::smollm3:
+      c.architecture = "SmolLM3ForCausalLM", c.model_type = "smollm3";
+      for (int64_t i = 0; i < p.layers; ++i) c.no_rope_layers.push_back((i + 1) % 4 != 0);
+      c.no_rope_layer_interval = 4;
       break;
     case Arch::granite:
       c.architecture = "GraniteForCausalLM", c.model_type = "granite";

@@ -182,6 +182,16 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
       c.mlp_only_layers.push_back(layer.get<int64_t>());
     }
   }
+  if (const nlohmann::json* rope = fields.find("no_rope_layers"); rope != nullptr) {
+    if (!rope->is_array()) fields.fail("no_rope_layers", "expected a list of 0 and 1");
+    for (const nlohmann::json& use : *rope) {
+      if (!use.is_number_integer() || (use.get<int64_t>() != 0 && use.get<int64_t>() != 1))
+        fields.fail("no_rope_layers", "expected a list of 0 and 1, got " + io::json_snippet(*rope));
+      c.no_rope_layers.push_back(use.get<int64_t>());
+    }
+  }
+  if (const auto interval = fields.integer("no_rope_layer_interval"))
+    c.no_rope_layer_interval = positive(fields, "no_rope_layer_interval", *interval);
   c.eos_token_ids = token_ids(fields, "eos_token_id");
   const std::vector<int32_t> bos = token_ids(fields, "bos_token_id");
   if (bos.size() > 1) fields.fail("bos_token_id", "expected one token id");

@@ -24,7 +24,8 @@ const std::set<std::string_view>& unsupported_keys() {
       "embedding_multiplier",   "residual_multiplier",
       "attention_multiplier",   "clip_qkv",
       "no_rope_layers",         "use_qk_norm",
-      "attention_chunk_size",   "rope_interleaved"};
+      "attention_chunk_size",   "rope_interleaved",
+      "no_rope_layer_interval"};
   return keys;
 }
 
@@ -32,6 +33,11 @@ const std::set<std::string_view>& unsupported_keys() {
 bool gemma_key(std::string_view key) {
   return key == "attn_logit_softcapping" || key == "final_logit_softcapping" ||
          key == "query_pre_attn_scalar";
+}
+
+// The keys of that list SmolLM3's forward pass implements.
+bool smollm3_key(std::string_view key) {
+  return key == "no_rope_layers" || key == "no_rope_layer_interval";
 }
 
 // The keys of that list Granite's forward pass implements.
@@ -185,6 +191,19 @@ void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) 
   }
 }
 
+// SmolLM3: the layers that rotate q and k, from no_rope_layers (1: rotates; at least one entry
+// per layer) or else all but every no_rope_layer_interval-th (4 by default), as transformers.
+void configure_nope_layers(const ModelConfig& c, const std::string& file, Architecture& a) {
+  const auto layers = static_cast<size_t>(c.num_hidden_layers);
+  if (!c.no_rope_layers.empty() && c.no_rope_layers.size() < layers)
+    refuse(file, "no_rope_layers",
+           "needs an entry for each of the " + std::to_string(layers) + " layers");
+  const int64_t interval = c.no_rope_layer_interval > 0 ? c.no_rope_layer_interval : 4;
+  for (size_t i = 0; i < layers; ++i)
+    a.layer_rope[i] = c.no_rope_layers.empty() ? (static_cast<int64_t>(i) + 1) % interval != 0
+                                               : c.no_rope_layers[i] == 1;
+}
+
 // Gemma 2 / 3: the per-layer windows, the attention scale, soft-caps and the local rope base.
 void configure_gemma(const ModelConfig& c, const std::string& file, bool gemma3, Architecture& a) {
   a.gemma = true;
@@ -249,17 +268,21 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              qwen2 = arch == "Qwen2ForCausalLM" || qwen2_moe,
              qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe, gemma2 = arch == "Gemma2ForCausalLM",
              gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
-             phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM";
+             phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM",
+             smollm3 = arch == "SmolLM3ForCausalLM";
   const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
-  if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite)
+  if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite &&
+      !smollm3)
     refuse(file, "architectures",
            "'" + arch +
                "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
                "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
                "MixtralForCausalLM, OlmoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
-               "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM)");
+               "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM, "
+               "SmolLM3ForCausalLM)");
   const auto own_key = [&](std::string_view key) {
-    return ((gemma2 || gemma3) && gemma_key(key)) || (granite && granite_key(key));
+    return ((gemma2 || gemma3) && gemma_key(key)) || (granite && granite_key(key)) ||
+           (smollm3 && smollm3_key(key));
   };
   for (const std::string& key : c.keys) {
     if (unsupported_keys().contains(key) && !own_key(key))
@@ -302,7 +325,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   if (mistral || phi3) a.sliding_window = c.sliding_window;
   a.layer_window.assign(static_cast<size_t>(c.num_hidden_layers), a.sliding_window);
   const std::vector<bool> sliding = sliding_layers(c, file);
-  if (qwen2 || qwen3) {
+  if (qwen2 || qwen3 || smollm3) {
     const int64_t first = c.max_window_layers >= 0 ? c.max_window_layers : 28;
     for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
       const bool windowed = !sliding.empty() ? sliding[static_cast<size_t>(i)] : i >= first;
@@ -312,6 +335,8 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              std::find(sliding.begin(), sliding.end(), true) != sliding.end()) {
     refuse(file, "layer_types", "sliding_attention layers run for Gemma and Qwen only");
   }
+  a.layer_rope.assign(static_cast<size_t>(c.num_hidden_layers), true);
+  if (smollm3) configure_nope_layers(c, file, a);
   if (gemma2 || gemma3) configure_gemma(c, file, gemma3, a);
   if (arch == "Gemma3ForConditionalGeneration")
     a.name_text_model("language_model.model.", "language_model.lm_head");

@@ -182,6 +182,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     const DecoderLayer& layer = m.layers[l];
     const int64_t li = static_cast<int64_t>(l);
     const bool local = arch.local_layer(li);
+    const bool rotates = arch.layer_rope[l];
     const float* cos_l = local ? rope_cos_local : rope_cos;
     const float* sin_l = local ? rope_sin_local : rope_sin;
 
@@ -204,11 +205,14 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
           ops::rms_norm(k, c.num_key_value_heads, head_dim, head_dim, layer.k_norm.data(), eps, k,
                         head_dim);
         }
-        // Each head's first rotary_dim values (all of them but for Phi-3's partial rotary).
-        for (int64_t hd = 0; hd < c.num_attention_heads; ++hd)
-          ops::rope(q + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
-        for (int64_t hd = 0; hd < c.num_key_value_heads; ++hd)
-          ops::rope(k + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
+        // Each head's first rotary_dim values (all of them but for Phi-3's partial rotary;
+        // none in SmolLM3's NoPE layers).
+        if (rotates) {
+          for (int64_t hd = 0; hd < c.num_attention_heads; ++hd)
+            ops::rope(q + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
+          for (int64_t hd = 0; hd < c.num_key_value_heads; ++hd)
+            ops::rope(k + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
+        }
         store_kv(cache, li, batch[static_cast<size_t>(row_sequence[r])].block_table,
                  row_position[r], k, k + kv_cols);
       }

@@ -13,11 +13,11 @@ namespace dq4::cli {
 int run_export_gguf(int argc, char** argv, int first) {
   Args args(
       "export-gguf",
-      "Writes the model in IN_DIR (Llama, Mistral, Qwen2, Qwen3, Gemma 2 / 3, Granite, Phi-3,\n"
-      "and the mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, their experts stacked)\n"
-      "as one GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and lays it out. A\n"
-      "W4A8 or W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the same int4\n"
-      "values and scales (a scale f16 cannot hold exactly is an error, so are other group\n"
+      "Writes the model in IN_DIR (Llama, Mistral, Qwen2, Qwen3, Gemma 2 / 3, Granite, SmolLM3,\n"
+      "Phi-3, and the mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, their experts\n"
+      "stacked) as one GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and lays it\n"
+      "out. A W4A8 or W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the same\n"
+      "int4 values and scales (a scale f16 cannot hold exactly is an error, so are other group\n"
       "sizes); its other tensors keep their dtype, norms and biases become F32. An unquantized\n"
       "model becomes an F32 GGUF. The tokenizer goes in as llama.cpp's vocabulary metadata.");
   args.positional("IN_DIR", "the Hugging Face model directory");

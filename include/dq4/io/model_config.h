@@ -78,6 +78,10 @@ struct ModelConfig {
   // the residual add, logits divided by logits_scaling; 0 when absent.
   double embedding_multiplier = 0, attention_multiplier = 0, residual_multiplier = 0;
   double logits_scaling = 0;
+  // SmolLM3: per layer 1 when it rotates q and k, 0 when it does not (NoPE), or when the list is
+  // absent every no_rope_layer_interval-th layer without; empty / 0 when absent.
+  std::vector<int64_t> no_rope_layers;
+  int64_t no_rope_layer_interval = 0;
 
   // Parses config.json text; `file` names it in messages. Gemma3ForConditionalGeneration's
   // text_config is read as the model (the vision tower is not run), Gemma 3's defaults filled in.

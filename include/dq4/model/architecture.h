@@ -75,6 +75,8 @@ struct Architecture {
   // Gemma 3's local layers: rope_local_base_freq, unscaled; 0 = every layer the same rope.
   double local_rope_theta = 0;
   int64_t rotary_dim = 0;  // head_dim * partial_rotary_factor (Phi-3); even
+  // Per layer: whether it rotates q and k (all but SmolLM3's NoPE layers).
+  std::vector<bool> layer_rope;
   // longrope: the factors switch from short to long once a sequence's length exceeds this.
   int64_t longrope_original_context = 0;
   float rope_attention_factor = 1.0f;  // longrope's and yarn's scaling of cos and sin
