@@ -317,6 +317,23 @@ TEST(Architecture, GraniteMultipliers) {
   expect_error([&] { architecture(c); }, {"logits_scaling", "changes the forward pass"});
 }
 
+// OLMo 2: no input norms, each sublayer's output normalized, q/k norms over whole projections.
+TEST(Architecture, Olmo2PostNorms) {
+  nlohmann::json c = stories_config();
+  c["architectures"] = {"Olmo2ForCausalLM"};
+  const Architecture a = architecture(c);
+  EXPECT_TRUE(a.post_norms);
+  EXPECT_FALSE(a.gemma);
+  EXPECT_TRUE(a.qk_norm && a.qk_norm_whole);
+  const LayerModules l = a.layer(2);
+  EXPECT_TRUE(l.input_norm.empty());
+  EXPECT_TRUE(l.pre_feedforward_norm.empty());
+  EXPECT_EQ(l.post_attention_norm, "model.layers.2.post_attention_layernorm.weight");
+  EXPECT_EQ(l.post_feedforward_norm, "model.layers.2.post_feedforward_layernorm.weight");
+  EXPECT_EQ(l.q_norm, "model.layers.2.self_attn.q_norm.weight");
+  EXPECT_FALSE(architecture(stories_config()).post_norms);
+}
+
 // SmolLM3: no_rope_layers' 1 means the layer rotates (the name notwithstanding), 0 that it is NoPE.
 TEST(Architecture, SmolLM3NoPELayers) {
   nlohmann::json c = stories_config();  // 5 layers

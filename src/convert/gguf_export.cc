@@ -53,6 +53,7 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Phi3ForCausalLM") return {"phi3", false};
   if (c.architecture == "GraniteForCausalLM") return {"granite", true};
   if (c.architecture == "SmolLM3ForCausalLM") return {"smollm3", true};
+  if (c.architecture == "Olmo2ForCausalLM") return {"olmo2", false};
   throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
 }
 
@@ -462,9 +463,9 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const LayerModules l = a.layer(i);
     const std::string blk = "blk." + std::to_string(i) + ".";
-    add_norm(l.input_norm, blk + "attn_norm.weight", c.hidden_size);
+    if (!l.input_norm.empty()) add_norm(l.input_norm, blk + "attn_norm.weight", c.hidden_size);
     if (a.qk_norm) {
-      // OLMoE's norms span the whole projections, the others' one head.
+      // OLMoE's and OLMo 2's norms span the whole projections, the others' one head.
       const int64_t q_size = a.qk_norm_whole ? c.num_attention_heads * c.head_dim : c.head_dim;
       const int64_t k_size = a.qk_norm_whole ? c.num_key_value_heads * c.head_dim : c.head_dim;
       add_norm(l.q_norm, blk + "attn_q_norm.weight", q_size);
@@ -478,9 +479,10 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       add_linear(l.attention_input.at(2), blk + "attn_v", 0);
     }
     add_linear(l.attention_output, blk + "attn_output", 0);
-    if (a.gemma) {
+    if (a.post_norms) {
       add_norm(l.post_attention_norm, blk + "post_attention_norm.weight", c.hidden_size);
-      add_norm(l.pre_feedforward_norm, blk + "ffn_norm.weight", c.hidden_size);
+      if (!l.pre_feedforward_norm.empty())
+        add_norm(l.pre_feedforward_norm, blk + "ffn_norm.weight", c.hidden_size);
     } else {
       add_norm(l.post_attention_norm, blk + "ffn_norm.weight", c.hidden_size);
     }
@@ -513,7 +515,8 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       add_linear(l.mlp_input.at(1), blk + "ffn_up" + suffix, 0);
       add_linear(l.mlp_output, blk + "ffn_down" + suffix, 0);
     }
-    if (a.gemma) add_norm(l.post_feedforward_norm, blk + "post_ffw_norm.weight", c.hidden_size);
+    if (a.post_norms)
+      add_norm(l.post_feedforward_norm, blk + "post_ffw_norm.weight", c.hidden_size);
   }
   add_norm(a.final_norm, "output_norm.weight", c.hidden_size);
   if (a.head) add_linear(*a.head, "output", 0);

@@ -22,7 +22,8 @@ enum class Arch {
   gemma3,
   phi3,
   granite,
-  smollm3
+  smollm3,
+  olmo2
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -224,6 +225,8 @@ constexpr Preset kPresets[] = {
     {.name = "tiny-granite", .arch = Arch::granite, .tied = true},
     // SmolLM3: every fourth layer without rotary embeddings (NoPE), so four layers.
     {.name = "tiny-smollm3", .arch = Arch::smollm3, .layers = 4, .tied = true},
+    // OLMo 2: norms after each sublayer instead of before, q/k norms over the whole projections.
+    {.name = "tiny-olmo2", .arch = Arch::olmo2, .rms_norm_eps = 1e-6},
     // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
     // llama.cpp pads a small context to, so that its choice of factors can be matched).
     {.name = "tiny-phi3",
@@ -285,6 +288,9 @@ SynthOptions options_of(const Preset& p) {
     case Arch::phi3:
       c.architecture = "Phi3ForCausalLM", c.model_type = "phi3";
       c.partial_rotary_factor = 0.75;
+      break;
+    case Arch::olmo2:
+      c.architecture = "Olmo2ForCausalLM", c.model_type = "olmo2";
       break;
     case Arch::smollm3:
       c.architecture = "SmolLM3ForCausalLM", c.model_type = "smollm3";

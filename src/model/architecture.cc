@@ -207,6 +207,7 @@ void configure_nope_layers(const ModelConfig& c, const std::string& file, Archit
 // Gemma 2 / 3: the per-layer windows, the attention scale, soft-caps and the local rope base.
 void configure_gemma(const ModelConfig& c, const std::string& file, bool gemma3, Architecture& a) {
   a.gemma = true;
+  a.post_norms = true;
   if (c.hidden_act != "gelu_pytorch_tanh")
     refuse(file, activation_key(c),
            "'" + c.hidden_act + "' is not supported for Gemma (dq4 runs gelu_pytorch_tanh)");
@@ -269,17 +270,17 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe, gemma2 = arch == "Gemma2ForCausalLM",
              gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
              phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM",
-             smollm3 = arch == "SmolLM3ForCausalLM";
+             smollm3 = arch == "SmolLM3ForCausalLM", olmo2 = arch == "Olmo2ForCausalLM";
   const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
   if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite &&
-      !smollm3)
+      !smollm3 && !olmo2)
     refuse(file, "architectures",
            "'" + arch +
                "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
                "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
                "MixtralForCausalLM, OlmoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
                "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM, "
-               "SmolLM3ForCausalLM)");
+               "SmolLM3ForCausalLM, Olmo2ForCausalLM)");
   const auto own_key = [&](std::string_view key) {
     return ((gemma2 || gemma3) && gemma_key(key)) || (granite && granite_key(key)) ||
            (smollm3 && smollm3_key(key));
@@ -300,8 +301,9 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   if (!gemma2 && !gemma3 && c.hidden_act != "silu")
     refuse(file, activation_key(c), "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
   check_rope(c, file, a);
-  a.qk_norm = qwen3 || olmoe;
-  a.qk_norm_whole = olmoe;
+  a.qk_norm = qwen3 || olmoe || olmo2;
+  a.qk_norm_whole = olmoe || olmo2;
+  a.post_norms = olmo2;
   // Qwen2's q/k/v always have biases and its o_proj never has one, whatever attention_bias says.
   a.qkv_bias = qwen2 || c.attention_bias;
   a.o_bias = !qwen2 && c.attention_bias;
@@ -417,12 +419,11 @@ LayerModules Architecture::layer(int64_t index) const {
   const int64_t kv_features = c.num_key_value_heads * c.head_dim;
   const std::string prefix = this->prefix + "layers." + std::to_string(index) + ".";
   LayerModules m;
-  m.input_norm = prefix + "input_layernorm.weight";
+  const bool olmo2 = post_norms && !gemma;  // its sublayers' inputs are not normalized
+  if (!olmo2) m.input_norm = prefix + "input_layernorm.weight";
   m.post_attention_norm = prefix + "post_attention_layernorm.weight";
-  if (gemma) {
-    m.pre_feedforward_norm = prefix + "pre_feedforward_layernorm.weight";
-    m.post_feedforward_norm = prefix + "post_feedforward_layernorm.weight";
-  }
+  if (gemma) m.pre_feedforward_norm = prefix + "pre_feedforward_layernorm.weight";
+  if (post_norms) m.post_feedforward_norm = prefix + "post_feedforward_layernorm.weight";
   if (qk_norm) {
     m.q_norm = prefix + "self_attn.q_norm.weight";
     m.k_norm = prefix + "self_attn.k_norm.weight";

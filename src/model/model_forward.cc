@@ -186,8 +186,8 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     const float* cos_l = local ? rope_cos_local : rope_cos;
     const float* sin_l = local ? rope_sin_local : rope_sin;
 
-    // h = rmsnorm(x); qkv = qkv(h); then per row: q/k norms (Qwen3), rotary embeddings, and the
-    // new keys and values into the cache.
+    // h = rmsnorm(x); qkv = qkv(h) (OLMo 2: qkv(x)); then per row: q/k norms (Qwen3), rotary
+    // embeddings, and the new keys and values into the cache.
     const auto input_norm = [&](int64_t r0, int64_t r1) {
       ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.input_norm.data(), eps,
                     h + r0 * hidden, hidden);
@@ -217,8 +217,11 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
                  row_position[r], k, k + kv_cols);
       }
     };
-    layer.qkv.forward(h, rows, hidden, qkv, qkv_cols, &pool,
-                      {.before = input_norm, .after = rope_and_store});
+    const bool input_normed = !layer.input_norm.empty();
+    layer.qkv.forward(input_normed ? h : x, rows, hidden, qkv, qkv_cols, &pool,
+                      {.before = input_normed ? FunctionRef<void(int64_t, int64_t)>(input_norm)
+                                              : FunctionRef<void(int64_t, int64_t)>(),
+                       .after = rope_and_store});
 
     // Attention of every sequence in one job over the pool (heads and row blocks as tasks).
     {
@@ -254,6 +257,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     // x += o(attn); h = rmsnorm(x); gate_up = gate_up(h); act = silu(gate) * up; x += down(act)
     // Gemma: x += rmsnorm(o(attn)); h = rmsnorm(x) (pre_feedforward); act = gelu(gate) * up;
     // x += rmsnorm(down(act)), the outputs normalized in h (free once qkv and gate_up read it).
+    // OLMo 2: as Gemma without the MLP's input norm, gate_up = gate_up(x).
     const auto add_normalized = [&](const std::vector<float>& norm) {
       return [&, weight = norm.data()](int64_t r0, int64_t r1) {
         ops::rms_norm(h + r0 * hidden, r1 - r0, hidden, hidden, weight, eps, h + r0 * hidden,
@@ -269,7 +273,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
       };
     };
     const bool residual_scaled = arch.residual_multiplier != 1.0f;
-    if (arch.gemma) {
+    if (arch.post_norms) {
       const auto post_attention = add_normalized(layer.post_attention_norm);
       layer.o.forward(attn, rows, q_cols, h, hidden, &pool, {.after = post_attention});
     } else {
@@ -281,7 +285,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
                                      : FunctionRef<void(int64_t, int64_t)>()});
     }
     const std::vector<float>& mlp_norm =
-        arch.gemma ? layer.pre_feedforward_norm : layer.post_attention_norm;
+        arch.post_norms ? layer.pre_feedforward_norm : layer.post_attention_norm;
     const auto pre_mlp_norm = [&](int64_t r0, int64_t r1) {
       ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, mlp_norm.data(), eps, h + r0 * hidden,
                     hidden);
@@ -292,7 +296,10 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     }
     float* gate_up = sized(ws.gate_up, rows * 2 * inter);
     float* act = sized(ws.act, rows * inter);
-    layer.gate_up.forward(h, rows, hidden, gate_up, 2 * inter, &pool, {.before = pre_mlp_norm});
+    const bool mlp_normed = !mlp_norm.empty();
+    layer.gate_up.forward(mlp_normed ? h : x, rows, hidden, gate_up, 2 * inter, &pool,
+                          {.before = mlp_normed ? FunctionRef<void(int64_t, int64_t)>(pre_mlp_norm)
+                                                : FunctionRef<void(int64_t, int64_t)>()});
     const auto gating = [&](int64_t r0, int64_t r1) {
       if (arch.activation == Activation::gelu_tanh)
         ops::gelu_tanh_mul(gate_up + r0 * 2 * inter, r1 - r0, inter, 2 * inter, act + r0 * inter,
@@ -302,7 +309,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
       if (residual_scaled)
         for (int64_t i = r0 * inter; i < r1 * inter; ++i) act[i] *= arch.residual_multiplier;
     };
-    if (arch.gemma) {
+    if (arch.post_norms) {
       const auto post_feedforward = add_normalized(layer.post_feedforward_norm);
       layer.down.forward(act, rows, inter, h, hidden, &pool,
                          {.before = gating, .after = post_feedforward});

@@ -89,8 +89,14 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const LayerModules names = impl->arch.layer(i);
     DecoderLayer layer;
-    layer.input_norm = model::read_vector(ckpt, names.input_norm, c.hidden_size);
-    layer.post_attention_norm = model::read_vector(ckpt, names.post_attention_norm, c.hidden_size);
+    // Each norm the architecture has (OLMo 2 has no input norms, only Gemma a pre-MLP one).
+    const auto norm_of = [&](const std::string& name) {
+      return name.empty() ? std::vector<float>() : model::read_vector(ckpt, name, c.hidden_size);
+    };
+    layer.input_norm = norm_of(names.input_norm);
+    layer.post_attention_norm = norm_of(names.post_attention_norm);
+    layer.pre_feedforward_norm = norm_of(names.pre_feedforward_norm);
+    layer.post_feedforward_norm = norm_of(names.post_feedforward_norm);
     if (impl->arch.qk_norm) {
       const bool whole = impl->arch.qk_norm_whole;
       layer.q_norm = model::read_vector(ckpt, names.q_norm,
@@ -99,10 +105,6 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
                                         whole ? c.num_key_value_heads * c.head_dim : c.head_dim);
     }
     if (impl->arch.gemma) {
-      layer.pre_feedforward_norm =
-          model::read_vector(ckpt, names.pre_feedforward_norm, c.hidden_size);
-      layer.post_feedforward_norm =
-          model::read_vector(ckpt, names.post_feedforward_norm, c.hidden_size);
       for (auto* norm : {&layer.input_norm, &layer.post_attention_norm, &layer.q_norm,
                          &layer.k_norm, &layer.pre_feedforward_norm, &layer.post_feedforward_norm})
         model::add_one(*norm);

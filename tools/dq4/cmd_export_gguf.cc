@@ -14,12 +14,13 @@ int run_export_gguf(int argc, char** argv, int first) {
   Args args(
       "export-gguf",
       "Writes the model in IN_DIR (Llama, Mistral, Qwen2, Qwen3, Gemma 2 / 3, Granite, SmolLM3,\n"
-      "Phi-3, and the mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, their experts\n"
-      "stacked) as one GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and lays it\n"
-      "out. A W4A8 or W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the same\n"
-      "int4 values and scales (a scale f16 cannot hold exactly is an error, so are other group\n"
-      "sizes); its other tensors keep their dtype, norms and biases become F32. An unquantized\n"
-      "model becomes an F32 GGUF. The tokenizer goes in as llama.cpp's vocabulary metadata.");
+      "OLMo 2, Phi-3, and the mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, their\n"
+      "experts stacked) as one GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and\n"
+      "lays it out. A W4A8 or W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the\n"
+      "same int4 values and scales (a scale f16 cannot hold exactly is an error, so are other\n"
+      "group sizes); its other tensors keep their dtype, norms and biases become F32. An\n"
+      "unquantized model becomes an F32 GGUF. The tokenizer goes in as llama.cpp's vocabulary\n"
+      "metadata.");
   args.positional("IN_DIR", "the Hugging Face model directory");
   args.option("output", "FILE", "the .gguf file to write (required)").short_name('o', "output");
   args.option("force", "", "replace an existing output file");

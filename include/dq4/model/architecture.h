@@ -24,12 +24,14 @@ struct ExpertModules {
 
 // The tensors and linear modules of one decoder layer, as checkpoints name them.
 struct LayerModules {
-  std::string input_norm;           // model.layers.N.input_layernorm.weight
+  std::string input_norm;           // model.layers.N.input_layernorm.weight; empty for OLMo 2
   std::string post_attention_norm;  // model.layers.N.post_attention_layernorm.weight
   // Qwen3's and Gemma 3's per-head norms, OLMoE's whole ones; empty otherwise.
   std::string q_norm, k_norm;
-  // Gemma 2 / 3: post_attention_norm normalizes the attention's output before the residual add;
-  // these two do the same around the MLP. Empty for the others.
+  // Gemma 2 / 3 and OLMo 2 (Architecture::post_norms): post_attention_norm normalizes the
+  // attention's output before the residual add, post_feedforward_norm the MLP's; Gemma normalizes
+  // the MLP's input by pre_feedforward_norm (empty for the others), OLMo 2 neither sublayer's
+  // input.
   std::string pre_feedforward_norm, post_feedforward_norm;
   // The fusion groups: modules that read the same input, in output order.
   std::vector<LinearModule> attention_input;  // q_proj, k_proj, v_proj (Phi-3: qkv_proj)
@@ -50,9 +52,13 @@ struct Architecture {
   ModelConfig config;
   bool qkv_bias = false;  // attention_bias; always for Qwen2
   bool o_bias = false;    // attention_bias, except for Qwen2
-  bool qk_norm = false;   // Qwen3, Qwen3-MoE, OLMoE
-  // OLMoE: q/k norms over the whole projection (q_proj's and k_proj's outputs), not per head.
+  bool qk_norm = false;   // Qwen3, Qwen3-MoE, OLMoE, OLMo 2
+  // OLMoE, OLMo 2: q/k norms over the whole projection (q_proj's and k_proj's outputs), not per
+  // head.
   bool qk_norm_whole = false;
+  // Gemma 2 / 3, OLMo 2: each sublayer's output normalized before the residual add (see
+  // LayerModules); OLMo 2 normalizes no sublayer's input.
+  bool post_norms = false;
   int64_t sliding_window = 0;  // tokens a query sees (itself included); 0 = all (Mistral only)
   RopeVariant rope = RopeVariant::plain;
   // Mixture of experts: experts per sparse layer (0: dense model), the experts a token uses, the
