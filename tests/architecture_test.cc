@@ -317,6 +317,22 @@ TEST(Architecture, GraniteMultipliers) {
   expect_error([&] { architecture(c); }, {"logits_scaling", "changes the forward pass"});
 }
 
+// transformers 5's rope_parameters per layer type, on a family whose layers share one rope.
+TEST(Architecture, RopeParametersPerLayerType) {
+  nlohmann::json c = stories_config();
+  c.erase("rope_theta");
+  c["rope_parameters"] = {
+      {"full_attention", {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 5e5}}},
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 5e5}}}};
+  const Architecture a = architecture(c);
+  EXPECT_EQ(a.rope, RopeVariant::linear);
+  EXPECT_EQ(a.config.rope_theta, 5e5);
+  c["rope_parameters"]["sliding_attention"]["rope_theta"] = 1e4;
+  expect_error([&] { architecture(c); }, {"rope_local_base_freq", "Gemma 3 only"});
+  c["rope_parameters"]["full_attention"]["mrope_section"] = {1, 2};
+  expect_error([&] { architecture(c); }, {"rope_parameters.full_attention.mrope_section"});
+}
+
 // OLMo 2: no input norms, each sublayer's output normalized, q/k norms over whole projections.
 TEST(Architecture, Olmo2PostNorms) {
   nlohmann::json c = stories_config();

@@ -22,6 +22,7 @@
 #include "dq4/model/architecture.h"
 #include "dq4/model/kv_cache.h"
 #include "dq4/model/model.h"
+#include "expect_error.h"
 #include "safetensors_writer.h"
 
 namespace dq4::test {
@@ -150,6 +151,38 @@ void write_multimodal(const std::string& from, const std::string& to,
   out_header.append((8 - out_header.size() % 8) % 8, ' ');
   write_file(to + "/model.safetensors",
              safetensors_bytes(out_header, std::vector<uint8_t>(data.begin(), data.end())));
+}
+
+// transformers 5 writes Gemma 3's rope as rope_parameters per layer type (rope_theta,
+// rope_local_base_freq and rope_scaling gone from the top level): the same model.
+TEST(Gemma3Config, RopeParametersPerLayerTypeAreTheSameModel) {
+  ScratchDir scratch;
+  SynthOptions s = synth_preset("tiny-gemma3");
+  s.dtype = Dtype::F32;
+  s.output_dir = scratch.file("gemma3");
+  write_synthetic_model(s);
+  const std::vector<int32_t> ids = {1, 17, 42, 99, 5, 7, 11, 13, 200, 3, 8, 64};
+  const std::vector<float> v4 = last_logits(s.output_dir, ids);
+  const std::string path = s.output_dir + "/config.json";
+  nlohmann::json c = nlohmann::json::parse(read_file(path));
+  ASSERT_EQ(c["rope_scaling"]["rope_type"], "linear");
+  c["rope_parameters"] = {
+      {"full_attention",
+       {{"rope_type", "linear"},
+        {"factor", c["rope_scaling"]["factor"]},
+        {"rope_theta", c["rope_theta"]}}},
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", c["rope_local_base_freq"]}}}};
+  for (const char* key : {"rope_scaling", "rope_theta", "rope_local_base_freq"}) c.erase(key);
+  write_file(path, c.dump());
+  EXPECT_EQ(last_logits(s.output_dir, ids), v4);
+  // Another sliding base is another model; a scaled sliding rope is refused.
+  c["rope_parameters"]["sliding_attention"]["rope_theta"] = 500.0;
+  write_file(path, c.dump());
+  EXPECT_NE(last_logits(s.output_dir, ids), v4);
+  c["rope_parameters"]["sliding_attention"]["rope_type"] = "linear";
+  write_file(path, c.dump());
+  expect_error([&] { (void)Model::load(s.output_dir); },
+               {"rope_parameters.sliding_attention.rope_type", "unscaled"});
 }
 
 // Both layouts of a Gemma 3 multimodal checkpoint (untied head, so that its name matters):

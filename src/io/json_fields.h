@@ -18,6 +18,7 @@ class JsonFields {
   JsonFields(const nlohmann::json& object, std::string file, std::string path);
 
   const std::string& path() const { return path_; }
+  const nlohmann::json& json() const { return object_; }
   std::string where(std::string_view key) const;  // "file: path.key"
   [[noreturn]] void fail(std::string_view key, const std::string& message) const;
 

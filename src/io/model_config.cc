@@ -71,6 +71,37 @@ bool rope_key_read(std::string_view key) {
   return false;
 }
 
+// transformers 5's rope_parameters (which holds rope_theta too), or one of its per-layer-type sets.
+void read_rope_parameters(const io::JsonFields& rope, ModelConfig& c) {
+  c.rope_theta = rope.number("rope_theta").value_or(c.rope_theta);
+  c.rope_scaling = parse_rope_scaling(rope);
+  if (c.rope_scaling.type == "default") c.rope_scaling.type.clear();
+  for (const auto& [key, value] : rope.json().items())
+    if (!rope_key_read(key) && key != "rope_theta" && !value.is_null())
+      c.rope_scaling.other_keys.push_back(rope.path() + "." + key);
+}
+
+// transformers 5 writes rope_parameters per layer type where the types differ (Gemma 3: the
+// full-attention layers' scaled rope, the sliding ones' own base); dq4 runs the sliding layers'
+// rope unscaled, at that base (rope_local_base_freq).
+void read_rope_by_layer_type(const io::JsonFields& by_type, ModelConfig& c) {
+  if (by_type.has("full_attention")) read_rope_parameters(by_type.object("full_attention"), c);
+  if (by_type.has("sliding_attention")) {
+    const io::JsonFields sliding = by_type.object("sliding_attention");
+    const std::string type = sliding.string("rope_type").value_or("default");
+    if (type != "default")
+      sliding.fail("rope_type", "'" + type + "': dq4 runs the sliding layers' rope unscaled");
+    for (const auto& [key, value] : sliding.json().items())
+      if (key != "rope_type" && key != "rope_theta" && !value.is_null())
+        c.rope_scaling.other_keys.push_back(sliding.path() + "." + key);
+    if (const double base = positive_or_off(sliding, "rope_theta"); base > 0)
+      c.rope_local_base_freq = base;
+  }
+  for (const auto& [key, value] : by_type.json().items())
+    if (key != "full_attention" && key != "sliding_attention" && !value.is_null())
+      c.rope_scaling.other_keys.push_back(by_type.path() + "." + key);
+}
+
 std::vector<int32_t> token_ids(const io::JsonFields& fields, std::string_view key) {
   const nlohmann::json* v = fields.find(key);
   if (v == nullptr) return {};
@@ -131,12 +162,10 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   c.rope_theta = fields.number("rope_theta").value_or(10000.0);
   if (fields.has("rope_parameters")) {
     const io::JsonFields rope = fields.object("rope_parameters");
-    c.rope_theta = rope.number("rope_theta").value_or(c.rope_theta);
-    c.rope_scaling = parse_rope_scaling(rope);
-    if (c.rope_scaling.type == "default") c.rope_scaling.type.clear();
-    for (const auto& [key, value] : fields.find("rope_parameters")->items())
-      if (!rope_key_read(key) && key != "rope_theta" && !value.is_null())
-        c.rope_scaling.other_keys.push_back("rope_parameters." + key);
+    if (rope.has("full_attention") || rope.has("sliding_attention"))
+      read_rope_by_layer_type(rope, c);
+    else
+      read_rope_parameters(rope, c);
   } else if (fields.has("rope_scaling")) {
     c.rope_scaling = parse_rope_scaling(fields.object("rope_scaling"));
     if (c.rope_scaling.type == "default") c.rope_scaling.type.clear();
@@ -206,7 +235,10 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   c.attn_logit_softcapping = positive_or_off(fields, "attn_logit_softcapping");
   c.final_logit_softcapping = positive_or_off(fields, "final_logit_softcapping");
   c.query_pre_attn_scalar = positive_or_off(fields, "query_pre_attn_scalar");
-  c.rope_local_base_freq = positive_or_off(fields, "rope_local_base_freq");
+  // The top-level key (transformers 4) where rope_parameters' sliding set gave none.
+  if (const double base = positive_or_off(fields, "rope_local_base_freq");
+      c.rope_local_base_freq == 0)
+    c.rope_local_base_freq = base;
   c.embedding_multiplier = positive_or_off(fields, "embedding_multiplier");
   c.attention_multiplier = positive_or_off(fields, "attention_multiplier");
   c.residual_multiplier = positive_or_off(fields, "residual_multiplier");

@@ -301,6 +301,9 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   if (!gemma2 && !gemma3 && c.hidden_act != "silu")
     refuse(file, activation_key(c), "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
   check_rope(c, file, a);
+  if (!gemma3 && c.rope_local_base_freq > 0 && c.rope_local_base_freq != c.rope_theta)
+    refuse(file, "rope_local_base_freq",
+           "a rope base of the sliding layers' own runs for Gemma 3 only");
   a.qk_norm = qwen3 || olmoe || olmo2;
   a.qk_norm_whole = olmoe || olmo2;
   a.post_norms = olmo2;
