@@ -5,7 +5,8 @@
 // directly; every model loads and predicts what its F32 original predicts, within the error
 // int4 weights and int8 activations make. Gemma 3 multimodal checkpoints (fixtures made here from
 // a synthetic Gemma 3: its config nested as text_config, its tensors renamed into either layout
-// transformers writes, a vision tensor beside them) load as the text model they hold.
+// transformers writes, a vision tensor beside them) load as the text model they hold. Configs as
+// transformers 5 writes them (rope settings in rope_parameters) are the same models.
 
 #include <gtest/gtest.h>
 
@@ -153,17 +154,23 @@ void write_multimodal(const std::string& from, const std::string& to,
              safetensors_bytes(out_header, std::vector<uint8_t>(data.begin(), data.end())));
 }
 
+// A tiny synthetic model of `preset` in F32 under `scratch`; its directory.
+std::string synth_f32(const ScratchDir& scratch, const std::string& preset) {
+  SynthOptions s = synth_preset(preset);
+  s.dtype = Dtype::F32;
+  s.output_dir = scratch.file(preset);
+  write_synthetic_model(s);
+  return s.output_dir;
+}
+
 // transformers 5 writes Gemma 3's rope as rope_parameters per layer type (rope_theta,
 // rope_local_base_freq and rope_scaling gone from the top level): the same model.
 TEST(Gemma3Config, RopeParametersPerLayerTypeAreTheSameModel) {
   ScratchDir scratch;
-  SynthOptions s = synth_preset("tiny-gemma3");
-  s.dtype = Dtype::F32;
-  s.output_dir = scratch.file("gemma3");
-  write_synthetic_model(s);
+  const std::string dir = synth_f32(scratch, "tiny-gemma3");
   const std::vector<int32_t> ids = {1, 17, 42, 99, 5, 7, 11, 13, 200, 3, 8, 64};
-  const std::vector<float> v4 = last_logits(s.output_dir, ids);
-  const std::string path = s.output_dir + "/config.json";
+  const std::vector<float> v4 = last_logits(dir, ids);
+  const std::string path = dir + "/config.json";
   nlohmann::json c = nlohmann::json::parse(read_file(path));
   ASSERT_EQ(c["rope_scaling"]["rope_type"], "linear");
   c["rope_parameters"] = {
@@ -174,15 +181,40 @@ TEST(Gemma3Config, RopeParametersPerLayerTypeAreTheSameModel) {
       {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", c["rope_local_base_freq"]}}}};
   for (const char* key : {"rope_scaling", "rope_theta", "rope_local_base_freq"}) c.erase(key);
   write_file(path, c.dump());
-  EXPECT_EQ(last_logits(s.output_dir, ids), v4);
+  EXPECT_EQ(last_logits(dir, ids), v4);
   // Another sliding base is another model; a scaled sliding rope is refused.
   c["rope_parameters"]["sliding_attention"]["rope_theta"] = 500.0;
   write_file(path, c.dump());
-  EXPECT_NE(last_logits(s.output_dir, ids), v4);
+  EXPECT_NE(last_logits(dir, ids), v4);
   c["rope_parameters"]["sliding_attention"]["rope_type"] = "linear";
   write_file(path, c.dump());
-  expect_error([&] { (void)Model::load(s.output_dir); },
+  expect_error([&] { (void)Model::load(dir); },
                {"rope_parameters.sliding_attention.rope_type", "unscaled"});
+}
+
+// transformers 5 writes Phi-3's rope settings (rope_theta, partial_rotary_factor, the original
+// context and the longrope factors) into rope_parameters: the same model, short and long.
+TEST(Phi3Config, RopeParametersAreTheSameModel) {
+  ScratchDir scratch;
+  const std::string dir = synth_f32(scratch, "tiny-phi3");
+  std::vector<int32_t> short_ids(20), long_ids(300);  // the switch is at 256
+  for (size_t i = 0; i < long_ids.size(); ++i) long_ids[i] = static_cast<int32_t>(1 + i * 7 % 300);
+  std::copy_n(long_ids.begin(), short_ids.size(), short_ids.begin());
+  const std::vector<float> short_v4 = last_logits(dir, short_ids),
+                           long_v4 = last_logits(dir, long_ids);
+  const std::string path = dir + "/config.json";
+  nlohmann::json c = nlohmann::json::parse(read_file(path));
+  nlohmann::json rope = c["rope_scaling"];
+  rope["rope_theta"] = c["rope_theta"];
+  rope["partial_rotary_factor"] = c["partial_rotary_factor"];
+  rope["original_max_position_embeddings"] = c["original_max_position_embeddings"];
+  c["rope_parameters"] = rope;
+  for (const char* key :
+       {"rope_scaling", "rope_theta", "partial_rotary_factor", "original_max_position_embeddings"})
+    c.erase(key);
+  write_file(path, c.dump());
+  EXPECT_EQ(last_logits(dir, short_ids), short_v4);
+  EXPECT_EQ(last_logits(dir, long_ids), long_v4);
 }
 
 // Both layouts of a Gemma 3 multimodal checkpoint (untied head, so that its name matters):

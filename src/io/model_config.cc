@@ -74,10 +74,12 @@ bool rope_key_read(std::string_view key) {
 // transformers 5's rope_parameters (which holds rope_theta too), or one of its per-layer-type sets.
 void read_rope_parameters(const io::JsonFields& rope, ModelConfig& c) {
   c.rope_theta = rope.number("rope_theta").value_or(c.rope_theta);
+  c.partial_rotary_factor = rope.number("partial_rotary_factor").value_or(c.partial_rotary_factor);
   c.rope_scaling = parse_rope_scaling(rope);
   if (c.rope_scaling.type == "default") c.rope_scaling.type.clear();
   for (const auto& [key, value] : rope.json().items())
-    if (!rope_key_read(key) && key != "rope_theta" && !value.is_null())
+    if (!rope_key_read(key) && key != "rope_theta" && key != "partial_rotary_factor" &&
+        !value.is_null())
       c.rope_scaling.other_keys.push_back(rope.path() + "." + key);
 }
 
@@ -178,7 +180,8 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   // writes that key.
   c.hidden_act =
       fields.string("hidden_activation").value_or(fields.string("hidden_act").value_or("silu"));
-  c.partial_rotary_factor = fields.number("partial_rotary_factor").value_or(1.0);
+  c.partial_rotary_factor =
+      fields.number("partial_rotary_factor").value_or(c.partial_rotary_factor);
   // Qwen2/Qwen3 write a sliding_window that applies only with use_sliding_window: true.
   const bool window_switch = fields.has("use_sliding_window");
   if (!window_switch || fields.boolean("use_sliding_window").value_or(false)) {

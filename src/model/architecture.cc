@@ -176,11 +176,13 @@ void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) 
     for (const auto* list : {&r.short_factor, &r.long_factor})
       for (double f : *list)
         if (!(f > 0)) refuse(file, "rope_scaling.long_factor", "factors must be positive");
-    // As transformers: the original context of the top level (else max_position_embeddings),
-    // and the attention factor given or that of the context's extension.
-    const int64_t original = c.original_max_position_embeddings > 0
-                                 ? c.original_max_position_embeddings
-                                 : c.max_position_embeddings;
+    // As transformers: the original context of the top level (transformers 5: of
+    // rope_parameters; else max_position_embeddings), and the attention factor given or that of
+    // the context's extension.
+    const int64_t original =
+        c.original_max_position_embeddings > 0   ? c.original_max_position_embeddings
+        : r.original_max_position_embeddings > 0 ? r.original_max_position_embeddings
+                                                 : c.max_position_embeddings;
     a.longrope_original_context = original;
     const double factor = static_cast<double>(c.max_position_embeddings) / original;
     a.rope_attention_factor =
