@@ -51,6 +51,23 @@ TEST(InspectCli, UnquantizedFixtureIsDense) {
   EXPECT_EQ(j["modules"][0]["scheme"], "dense");
   EXPECT_EQ(j["modules"][0]["weight_dtype"], "F32");
   EXPECT_DOUBLE_EQ(j["bytes_per_param"].get<double>(), 4.0);
+  EXPECT_EQ(j["context_length"], 512);
+  EXPECT_EQ(j["rope"], "default");
+}
+
+// yarn's context is the original one times the factor.
+TEST(InspectCli, YarnContext) {
+  ScratchDir dir;
+  const std::string fixture = fixtures_dir() + "/stories260K-hf";
+  std::filesystem::create_symlink(fixture + "/model.safetensors", dir.file("model.safetensors"));
+  std::ifstream in(fixture + "/config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  write_file(dir.file("config.json"), config.dump());
+  const CliResult r = run_dq4("inspect " + shell_quote(dir.path()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("context 2048 tokens, rope yarn, factor 4 over 512"), std::string::npos)
+      << r.out;
 }
 
 TEST(InspectCli, RefusedSchemeNamesModuleAndFieldAndFails) {

@@ -31,6 +31,30 @@ struct ModuleRow {
   std::string error;  // non-empty: why dq4 cannot load this module
 };
 
+// The rope as transformers names its type, with what sets the context it runs.
+std::string rope_text(const Architecture& a) {
+  const RopeScaling& r = a.config.rope_scaling;
+  const auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return std::string(text);
+  };
+  switch (a.rope) {
+    case RopeVariant::plain:
+      return "default";
+    case RopeVariant::linear:
+      return "linear, factor " + number(r.factor);
+    case RopeVariant::llama3:
+      return "llama3, factor " + number(r.factor);
+    case RopeVariant::longrope:
+      return "longrope, long factors past " + std::to_string(a.longrope_original_context);
+    case RopeVariant::yarn:
+      return "yarn, factor " + number(a.yarn.factor) + " over " +
+             std::to_string(a.yarn.original_context);
+  }
+  return "?";
+}
+
 std::string scheme_text(const ModuleRow& r) {
   if (!r.error.empty()) return "UNSUPPORTED";
   if (r.scheme.kind == LinearKind::dense) return "dense " + r.weight_dtype;
@@ -90,10 +114,11 @@ int run_inspect(int argc, char** argv, int first) {
   const LinearOptions load_options = linear_options(args);
   const std::string dir = args.value("DIR");
 
-  const Architecture arch = Architecture::read(dir);
+  const ModelConfig config = ModelConfig::read(dir);
+  const Checkpoint checkpoint = Checkpoint::open_dir(dir);
+  const Architecture arch = Architecture::read(config, checkpoint);
   const ModelConfig& model = arch.config;
   const QuantizationConfig quant = QuantizationConfig::read(dir);
-  const Checkpoint checkpoint = Checkpoint::open_dir(dir);
 
   std::vector<ModuleRow> rows;
   std::set<std::string> linear_tensor_names;
@@ -143,6 +168,8 @@ int run_inspect(int argc, char** argv, int first) {
                           {"head_dim", model.head_dim},
                           {"vocab_size", model.vocab_size},
                           {"tie_word_embeddings", model.tie_word_embeddings},
+                          {"context_length", arch.context_length},
+                          {"rope", rope_text(arch)},
                           {"quantized", quant.quantized()},
                           {"linear_params", linear_params},
                           {"linear_bytes", linear_bytes},
@@ -182,6 +209,8 @@ int run_inspect(int argc, char** argv, int first) {
         static_cast<long long>(model.vocab_size),
         model.tie_word_embeddings ? ", lm_head tied to the embeddings" : "",
         model.torch_dtype.empty() ? "" : ", dtype ", model.torch_dtype.c_str());
+    std::printf("  context %lld tokens, rope %s\n", static_cast<long long>(arch.context_length),
+                rope_text(arch).c_str());
     if (!quant.quantized()) {
       std::printf("quantization: none (no quantization_config)\n");
     } else {
