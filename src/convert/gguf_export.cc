@@ -373,11 +373,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   };
   const auto linear_tensors = [&](const LinearModule& m) {
     LinearTensors lt = find_linear_tensors(ckpt, m.name, qc.resolve(m.name));
-    if (lt.n != m.out_features || lt.k != m.in_features)
-      throw Error("export-gguf: module '" + m.name + "': the checkpoint holds " +
-                  std::to_string(lt.n) + "x" + std::to_string(lt.k) +
-                  " weights, config.json implies " + std::to_string(m.out_features) + "x" +
-                  std::to_string(m.in_features));
+    check_linear_shape(lt, m);
     if (m.has_bias && lt.bias == nullptr)
       throw Error("export-gguf: module '" + m.name + "': config.json implies a bias, but " +
                   ckpt.dir() + " holds no tensor '" + m.name + ".bias'");

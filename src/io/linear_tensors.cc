@@ -162,4 +162,11 @@ size_t LinearTensors::bytes() const {
   return total;
 }
 
+void check_linear_shape(const LinearTensors& tensors, const LinearModule& module) {
+  if (tensors.n != module.out_features || tensors.k != module.in_features)
+    throw Error("module '" + module.name + "': the checkpoint holds " + std::to_string(tensors.n) +
+                "x" + std::to_string(tensors.k) + " weights, config.json implies " +
+                std::to_string(module.out_features) + "x" + std::to_string(module.in_features));
+}
+
 }  // namespace dq4

@@ -118,10 +118,7 @@ Linear Linear::load(const Checkpoint& checkpoint, const QuantizationConfig& conf
   std::vector<Plan> plans;
   for (const LinearModule& m : modules) {
     LinearTensors t = find_linear_tensors(checkpoint, m.name, config.resolve(m.name));
-    if (t.n != m.out_features || t.k != m.in_features)
-      throw Error("module '" + m.name + "': the checkpoint holds " + std::to_string(t.n) + "x" +
-                  std::to_string(t.k) + " weights, the model config implies " +
-                  std::to_string(m.out_features) + "x" + std::to_string(m.in_features));
+    check_linear_shape(t, m);
     if (!tensors.empty() && t.k != tensors[0].k)
       throw Error("module '" + m.name + "': in_features " + std::to_string(t.k) + " differs from " +
                   tensors[0].module + "'s " + std::to_string(tensors[0].k) +

@@ -207,7 +207,9 @@ void configure_nope_layers(const ModelConfig& c, const std::string& file, Archit
 }
 
 // Gemma 2 / 3: the per-layer windows, the attention scale, soft-caps and the local rope base.
-void configure_gemma(const ModelConfig& c, const std::string& file, bool gemma3, Architecture& a) {
+// `sliding`: layer_types' sliding layers (sliding_layers), empty when absent.
+void configure_gemma(const ModelConfig& c, const std::string& file, bool gemma3,
+                     const std::vector<bool>& sliding, Architecture& a) {
   a.gemma = true;
   a.post_norms = true;
   if (c.hidden_act != "gelu_pytorch_tanh")
@@ -220,7 +222,6 @@ void configure_gemma(const ModelConfig& c, const std::string& file, bool gemma3,
   a.attention_scale = static_cast<float>(1.0 / std::sqrt(scalar));
   a.attention_softcap = static_cast<float>(c.attn_logit_softcapping);
   a.final_softcap = static_cast<float>(c.final_logit_softcapping);
-  const std::vector<bool> sliding = sliding_layers(c, file);
   const int64_t pattern = c.sliding_window_pattern > 0 ? c.sliding_window_pattern : 6;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     // transformers, without layer_types: Gemma 2's even layers are local; Gemma 3's all but
@@ -344,7 +345,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   }
   a.layer_rope.assign(static_cast<size_t>(c.num_hidden_layers), true);
   if (smollm3) configure_nope_layers(c, file, a);
-  if (gemma2 || gemma3) configure_gemma(c, file, gemma3, a);
+  if (gemma2 || gemma3) configure_gemma(c, file, gemma3, sliding, a);
   if (arch == "Gemma3ForConditionalGeneration")
     a.name_text_model("language_model.model.", "language_model.lm_head");
   else

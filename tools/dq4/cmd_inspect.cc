@@ -131,10 +131,7 @@ int run_inspect(int argc, char** argv, int first) {
     try {
       row.scheme = quant.resolve(m.name);
       const LinearTensors t = find_linear_tensors(checkpoint, m.name, row.scheme);
-      if (t.n != m.out_features || t.k != m.in_features)
-        throw Error("module '" + m.name + "': the checkpoint holds " + std::to_string(t.n) + "x" +
-                    std::to_string(t.k) + ", config.json implies " +
-                    std::to_string(m.out_features) + "x" + std::to_string(m.in_features));
+      check_linear_shape(t, m);
       if (t.weight != nullptr) row.weight_dtype = std::string(dtype_name(t.weight->dtype));
       row.bytes = t.bytes();
     } catch (const Error& e) {

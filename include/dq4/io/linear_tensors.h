@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "dq4/io/checkpoint.h"
+#include "dq4/io/model_config.h"
 #include "dq4/io/quant_config.h"
 #include "dq4/io/tensor_view.h"
 #include "dq4/kernels/int4.h"
@@ -37,5 +38,9 @@ struct LinearTensors {
 // or tensors dq4 does not run (weight_zero_point, weight_g_idx).
 LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view module,
                                   const LinearScheme& scheme);
+
+// Throws dq4::Error naming the module when its tensors are not of the shape config.json gives
+// (out_features x in_features).
+void check_linear_shape(const LinearTensors& tensors, const LinearModule& module);
 
 }  // namespace dq4
