@@ -56,6 +56,7 @@ TEST(ExportGgufCli, ErrorsExitOne) {
     const CliResult r = run_dq4(command);
     EXPECT_EQ(r.exit_code, 1) << command;
     EXPECT_NE(r.err.find(message), std::string::npos) << command << ": " << r.err;
+    EXPECT_EQ(r.err.find("export-gguf: error: export-gguf:"), std::string::npos) << r.err;
   }
   EXPECT_FALSE(fs::exists(scratch.file("x.gguf")));
 }

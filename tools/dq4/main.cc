@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "commands.h"
 #include "dq4/kernels/error.h"
@@ -64,7 +65,11 @@ int main(int argc, char** argv) {
     try {
       return c.run(argc, argv, 2);
     } catch (const dq4::Error& e) {
-      std::fprintf(stderr, "dq4 %s: error: %s\n", c.name, e.what());
+      // Library errors may name the command themselves ("export-gguf: ..."); said once.
+      std::string_view message = e.what();
+      if (message.starts_with(name + ": ")) message.remove_prefix(name.size() + 2);
+      std::fprintf(stderr, "dq4 %s: error: %.*s\n", c.name, static_cast<int>(message.size()),
+                   message.data());
       return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "dq4 %s: internal error: %s\n", c.name, e.what());
