@@ -86,7 +86,7 @@ TEST(Architecture, RefusesWhatItDoesNotRun) {
   c["layer_types"] = {"full_attention", "full_attention", "full_attention", "full_attention",
                       "sliding_attention"};
   c["sliding_window"] = 16;
-  expect_error([&] { architecture(c); }, {"layer_types", "Gemma and Qwen only"});
+  expect_error([&] { architecture(c); }, {"layer_types", "Gemma, Qwen and OLMo 3 only"});
   c = stories_config();
   c["partial_rotary_factor"] = 0.5;
   expect_error([&] { architecture(c); }, {"partial_rotary_factor"});
@@ -328,7 +328,7 @@ TEST(Architecture, RopeParametersPerLayerType) {
   EXPECT_EQ(a.rope, RopeVariant::linear);
   EXPECT_EQ(a.config.rope_theta, 5e5);
   c["rope_parameters"]["sliding_attention"]["rope_theta"] = 1e4;
-  expect_error([&] { architecture(c); }, {"rope_local_base_freq", "Gemma 3 only"});
+  expect_error([&] { architecture(c); }, {"rope_local_base_freq", "Gemma 3 and OLMo 3 only"});
   c["rope_parameters"]["full_attention"]["mrope_section"] = {1, 2};
   expect_error([&] { architecture(c); }, {"rope_parameters.full_attention.mrope_section"});
 }
@@ -348,6 +348,57 @@ TEST(Architecture, Olmo2PostNorms) {
   EXPECT_EQ(l.post_feedforward_norm, "model.layers.2.post_feedforward_layernorm.weight");
   EXPECT_EQ(l.q_norm, "model.layers.2.self_attn.q_norm.weight");
   EXPECT_FALSE(architecture(stories_config()).post_norms);
+}
+
+// OLMo 3: OLMo 2's layers, windows on all but every fourth (or as layer_types say, 4096 tokens
+// unless the config says otherwise), the sliding layers' rope plain at rope_theta whatever
+// scaling the full-attention layers have; transformers 5's rope_parameters per layer type the same.
+TEST(Architecture, Olmo3WindowsAndSlidingRope) {
+  nlohmann::json c = stories_config();  // 5 layers
+  c["architectures"] = {"Olmo3ForCausalLM"};
+  c["rope_scaling"] = {{"rope_type", "yarn"},
+                       {"factor", 8.0},
+                       {"original_max_position_embeddings", 64},
+                       {"attention_factor", 1.2079441541679836}};
+  Architecture a = architecture(c);
+  EXPECT_TRUE(a.post_norms && a.qk_norm_whole && a.layer(1).input_norm.empty());
+  EXPECT_EQ(a.layer_window, (std::vector<int64_t>{4096, 4096, 4096, 0, 4096}));
+  EXPECT_EQ(a.rope, RopeVariant::yarn);
+  EXPECT_EQ(a.local_rope_theta, c["rope_theta"].get<double>());
+  EXPECT_TRUE(a.local_layer(0) && !a.local_layer(3));
+  const std::vector<float> full = a.rope_inv_freq(), sliding = a.local_rope_inv_freq();
+  EXPECT_EQ(sliding.front(), 1.0f);
+  EXPECT_EQ(full.back(), sliding.back() / 8);  // interpolated on the full layers only
+  c["sliding_window"] = 128;
+  c["layer_types"] = {"full_attention", "sliding_attention", "full_attention", "sliding_attention",
+                      "sliding_attention"};
+  EXPECT_EQ(architecture(c).layer_window, (std::vector<int64_t>{0, 128, 0, 128, 128}));
+
+  // transformers 5: the same model with rope_parameters per layer type; a sliding base of its own.
+  nlohmann::json t5 = c;
+  t5.erase("rope_scaling");
+  t5.erase("rope_theta");
+  t5["rope_parameters"] = {{"full_attention", c["rope_scaling"]},
+                           {"sliding_attention", {{"rope_type", "default"}}}};
+  t5["rope_parameters"]["full_attention"]["rope_theta"] = c["rope_theta"];
+  t5["rope_parameters"]["sliding_attention"]["rope_theta"] = c["rope_theta"];
+  a = architecture(t5);
+  EXPECT_EQ(a.rope_inv_freq(), full);
+  EXPECT_EQ(a.local_rope_inv_freq(), sliding);
+  t5["rope_parameters"]["sliding_attention"]["rope_theta"] = 1e6;
+  EXPECT_EQ(architecture(t5).local_rope_theta, 1e6);
+  t5["rope_parameters"]["sliding_attention"]["rope_type"] = "linear";
+  expect_error([&] { architecture(t5); }, {"rope_parameters.sliding_attention", "unscaled"});
+
+  c["sliding_window"] = nullptr;  // transformers cannot mask the sliding layers then
+  expect_error([&] { architecture(c); }, {"sliding_window", "need a window"});
+  c["layer_types"] = std::vector<std::string>(5, "full_attention");
+  EXPECT_EQ(architecture(c).layer_window, std::vector<int64_t>(5, 0));
+  // OLMo 2 has no windows.
+  c["architectures"] = {"Olmo2ForCausalLM"};
+  c["sliding_window"] = 128;
+  c["layer_types"][1] = "sliding_attention";
+  expect_error([&] { architecture(c); }, {"layer_types", "Gemma, Qwen and OLMo 3 only"});
 }
 
 // SmolLM3: no_rope_layers' 1 means the layer rotates (the name notwithstanding), 0 that it is NoPE.

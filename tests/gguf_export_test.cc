@@ -315,6 +315,43 @@ TEST(GgufExport, SmolLM3NoPELayers) {
   expect_error([&] { export_gguf(o); }, {"no_rope_layers", "layer 1 does not rotate"});
 }
 
+// OLMo 3: llama.cpp's olmo2 with a window and its period; what olmo2 cannot express refused.
+TEST(GgufExport, Olmo3WindowsAndTheirPeriod) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-olmo3", Dtype::F32);
+  const GgufFile g = export_to(in, scratch.file("olmo3.gguf"));
+  EXPECT_EQ(g.get<std::string>("general.architecture"), "olmo2");
+  EXPECT_EQ(g.get<uint32_t>("olmo2.attention.sliding_window"), 8u);
+  EXPECT_EQ(g.get<uint32_t>("olmo2.attention.sliding_window_pattern"), 4u);
+  EXPECT_EQ(g.get<std::string>("olmo2.rope.scaling.type"), "yarn");
+  const nlohmann::json original = nlohmann::json::parse(read_file(in + "/config.json"));
+  nlohmann::json c = original;
+  c["layer_types"] = {"sliding_attention", "sliding_attention", "sliding_attention",
+                      "sliding_attention"};
+  write_file(in + "/config.json", c.dump());
+  EXPECT_EQ(export_to(in, scratch.file("all.gguf"))
+                .get<uint32_t>("olmo2.attention.sliding_window_pattern"),
+            0u);  // llama.cpp: every layer
+  c["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention", "full_attention"};
+  write_file(in + "/config.json", c.dump());
+  EXPECT_EQ(export_to(in, scratch.file("two.gguf"))
+                .get<uint32_t>("olmo2.attention.sliding_window_pattern"),
+            2u);
+  GgufExportOptions o;
+  o.model_dir = in;
+  o.output = scratch.file("refused.gguf");
+  c["layer_types"] = {"sliding_attention", "full_attention", "full_attention", "sliding_attention"};
+  write_file(in + "/config.json", c.dump());
+  expect_error([&] { export_gguf(o); }, {"layer_types", "layer 2", "first 2 layers"});
+  c = original;
+  c.erase("rope_theta");
+  c.erase("rope_scaling");
+  c["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}},
+                          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e5}}}};
+  write_file(in + "/config.json", c.dump());
+  expect_error([&] { export_gguf(o); }, {"rope_parameters.sliding_attention.rope_theta"});
+}
+
 // stories260K: SentencePiece-style BPE with byte fallback becomes llama.cpp's "llama" vocabulary.
 TEST(GgufExport, SentencePieceVocabulary) {
   ScratchDir scratch;

@@ -206,7 +206,7 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
 
     const Checkpoint ckpt = Checkpoint::open_dir(o.output_dir);
     EXPECT_EQ((ckpt.find("lm_head.weight") != nullptr), !c.tie_word_embeddings);
-    const bool olmoe = name == "tiny-olmoe", olmo2 = name == "tiny-olmo2";
+    const bool olmoe = name == "tiny-olmoe", olmo2 = name == "tiny-olmo2" || name == "tiny-olmo3";
     const bool qk_norm =
         name == "tiny-qwen3" || name == "tiny-qwen3-moe" || name == "tiny-gemma3" || olmoe || olmo2;
     EXPECT_EQ((ckpt.find("model.layers.1.self_attn.q_norm.weight") != nullptr), qk_norm);

@@ -53,7 +53,9 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Phi3ForCausalLM") return {"phi3", false};
   if (c.architecture == "GraniteForCausalLM") return {"granite", true};
   if (c.architecture == "SmolLM3ForCausalLM") return {"smollm3", true};
-  if (c.architecture == "Olmo2ForCausalLM") return {"olmo2", false};
+  // OLMo 3 is llama.cpp's olmo2 with sliding windows.
+  if (c.architecture == "Olmo2ForCausalLM" || c.architecture == "Olmo3ForCausalLM")
+    return {"olmo2", false};
   throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
 }
 
@@ -225,6 +227,27 @@ std::vector<float> llama3_rope_factors(const ModelConfig& c) {
   return factors;
 }
 
+// llama.cpp's olmo2 windows layer i when i % period < period - 1 (period 0: every layer) and
+// rotates every layer at rope_theta, the sliding ones unscaled: the period of this model's
+// windowed layers, which must follow that rule; 1 when no layer is windowed.
+int64_t window_period(const Architecture& a) {
+  const auto& windows = a.layer_window;
+  const auto first_global = std::find(windows.begin(), windows.end(), 0);
+  const int64_t period = first_global == windows.end() ? 0 : first_global - windows.begin() + 1;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const auto p = static_cast<size_t>(period);
+    if ((windows[i] > 0) != (p == 0 || i % p < p - 1))
+      throw Error("export-gguf: layer_types: layer " + std::to_string(i) +
+                  ": llama.cpp's olmo2 repeats the pattern of the first " + std::to_string(period) +
+                  " layers (windows, then full attention); this model's differs");
+  }
+  if (period != 1 && a.local_rope_theta != a.config.rope_theta)
+    throw Error("export-gguf: rope_parameters.sliding_attention.rope_theta " +
+                std::to_string(a.local_rope_theta) + ": llama.cpp's olmo2 rotates the sliding " +
+                "layers at rope_theta " + std::to_string(a.config.rope_theta));
+  return period;
+}
+
 void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) {
   const ModelConfig& c = a.config;
   // A count the config gives that GGUF's uint32 cannot hold is refused rather than cut.
@@ -266,6 +289,12 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
   // Gemma: llama.cpp fixes the layer pattern (2 for Gemma 2, 6 for Gemma 3) and Gemma 3's
   // local rope base (10000); the window and the caps are keys.
   if (a.gemma) u32(arch + ".attention.sliding_window", c.sliding_window);
+  if (arch == "olmo2") {
+    if (const int64_t period = window_period(a); period != 1) {
+      u32(arch + ".attention.sliding_window", c.sliding_window);
+      u32(arch + ".attention.sliding_window_pattern", period);
+    }
+  }
   if (a.attention_softcap > 0) w.add_f32(arch + ".attn_logit_softcapping", a.attention_softcap);
   if (a.final_softcap > 0) w.add_f32(arch + ".final_logit_softcapping", a.final_softcap);
   if (arch == "granite") {  // as the script writes them, from config.json (1 where absent)
@@ -340,7 +369,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   GgufExportReport report;
   report.architecture = arch.name;
   const int64_t window = *std::max_element(a.layer_window.begin(), a.layer_window.end());
-  if (window > 0 && !a.gemma && arch.name != "phi3")
+  if (window > 0 && !a.gemma && arch.name != "phi3" && arch.name != "olmo2")
     report.notes.push_back("llama.cpp's " + arch.name +
                            " architecture has no sliding window: it matches "
                            "only for sequences up to sliding_window " +

@@ -225,6 +225,14 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     j["use_sliding_window"] = false;
     j["sliding_window"] = nullptr;
   }
+  if (c.architecture == "Olmo3ForCausalLM") {
+    // As the released configs: each layer's type, windows on all but every fourth.
+    j["sliding_window"] = c.sliding_window;
+    std::vector<std::string> types;
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+      types.emplace_back((i + 1) % 4 != 0 ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+  }
   if (c.architecture == "GraniteForCausalLM") {
     j["embedding_multiplier"] = c.embedding_multiplier;
     j["attention_multiplier"] = c.attention_multiplier;

@@ -23,7 +23,8 @@ enum class Arch {
   phi3,
   granite,
   smollm3,
-  olmo2
+  olmo2,
+  olmo3
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -227,6 +228,16 @@ constexpr Preset kPresets[] = {
     {.name = "tiny-smollm3", .arch = Arch::smollm3, .layers = 4, .tied = true},
     // OLMo 2: norms after each sublayer instead of before, q/k norms over the whole projections.
     {.name = "tiny-olmo2", .arch = Arch::olmo2, .rms_norm_eps = 1e-6},
+    // OLMo 3: OLMo 2 with windows (8) on three layers of four, yarn on the fourth only (frequency
+    // indices 1-3 on the ramp, 4-11 interpolated), the context extended to 4x.
+    {.name = "tiny-olmo3",
+     .arch = Arch::olmo3,
+     .layers = 4,
+     .rms_norm_eps = 1e-6,
+     .rope = Rope::yarn,
+     .rope_factor = 4.0,
+     .rope_original_context = 64,
+     .sliding_window = 8},
     // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
     // llama.cpp pads a small context to, so that its choice of factors can be matched).
     {.name = "tiny-phi3",
@@ -291,6 +302,9 @@ SynthOptions options_of(const Preset& p) {
       break;
     case Arch::olmo2:
       c.architecture = "Olmo2ForCausalLM", c.model_type = "olmo2";
+      break;
+    case Arch::olmo3:
+      c.architecture = "Olmo3ForCausalLM", c.model_type = "olmo3";
       break;
     case Arch::smollm3:
       c.architecture = "SmolLM3ForCausalLM", c.model_type = "smollm3";

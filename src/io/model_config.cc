@@ -188,6 +188,10 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     const auto window = fields.integer("sliding_window");
     if (window) c.sliding_window = positive(fields, "sliding_window", *window);
   }
+  // OLMo 3's window where the config leaves the key out (transformers' Olmo3Config); a null one
+  // stays none.
+  if (c.architecture == "Olmo3ForCausalLM" && !fields.json().contains("sliding_window"))
+    c.sliding_window = 4096;
   if (const auto first = fields.integer("max_window_layers")) {
     if (*first < 0) fields.fail("max_window_layers", "must be >= 0");
     c.max_window_layers = *first;

@@ -238,6 +238,20 @@ void configure_gemma(const ModelConfig& c, const std::string& file, bool gemma3,
   if (!tie_given) a.config.tie_word_embeddings = true;
 }
 
+// OLMo 3: windows on layer_types' sliding layers (transformers without them: all but every fourth
+// layer), which rotate by the plain rope at rope_theta (or rope_parameters' sliding base); the
+// configured scaling applies to the full-attention layers only.
+void configure_olmo3(const ModelConfig& c, const std::string& file,
+                     const std::vector<bool>& sliding, Architecture& a) {
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const bool local = !sliding.empty() ? sliding[static_cast<size_t>(i)] : (i + 1) % 4 != 0;
+    if (local && c.sliding_window <= 0)
+      refuse(file, "sliding_window", "OLMo 3's sliding_attention layers need a window");
+    a.layer_window[static_cast<size_t>(i)] = local ? c.sliding_window : 0;
+  }
+  a.local_rope_theta = c.rope_local_base_freq > 0 ? c.rope_local_base_freq : c.rope_theta;
+}
+
 // The mixture-of-experts settings of Qwen3-MoE, Qwen2-MoE, Mixtral and OLMoE.
 void check_experts(const ModelConfig& c, const std::string& file, bool mixtral, bool qwen,
                    Architecture& a) {
@@ -273,7 +287,8 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe, gemma2 = arch == "Gemma2ForCausalLM",
              gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
              phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM",
-             smollm3 = arch == "SmolLM3ForCausalLM", olmo2 = arch == "Olmo2ForCausalLM";
+             smollm3 = arch == "SmolLM3ForCausalLM", olmo3 = arch == "Olmo3ForCausalLM",
+             olmo2 = arch == "Olmo2ForCausalLM" || olmo3;
   const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
   if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite &&
       !smollm3 && !olmo2)
@@ -283,7 +298,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
                "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
                "MixtralForCausalLM, OlmoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
                "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM, "
-               "SmolLM3ForCausalLM, Olmo2ForCausalLM)");
+               "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM)");
   const auto own_key = [&](std::string_view key) {
     return ((gemma2 || gemma3) && gemma_key(key)) || (granite && granite_key(key)) ||
            (smollm3 && smollm3_key(key));
@@ -304,9 +319,9 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   if (!gemma2 && !gemma3 && c.hidden_act != "silu")
     refuse(file, activation_key(c), "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
   check_rope(c, file, a);
-  if (!gemma3 && c.rope_local_base_freq > 0 && c.rope_local_base_freq != c.rope_theta)
+  if (!gemma3 && !olmo3 && c.rope_local_base_freq > 0 && c.rope_local_base_freq != c.rope_theta)
     refuse(file, "rope_local_base_freq",
-           "a rope base of the sliding layers' own runs for Gemma 3 only");
+           "a rope base of the sliding layers' own runs for Gemma 3 and OLMo 3 only");
   a.qk_norm = qwen3 || olmoe || olmo2;
   a.qk_norm_whole = olmoe || olmo2;
   a.post_norms = olmo2;
@@ -339,13 +354,14 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
       const bool windowed = !sliding.empty() ? sliding[static_cast<size_t>(i)] : i >= first;
       a.layer_window[static_cast<size_t>(i)] = windowed ? c.sliding_window : 0;
     }
-  } else if (!gemma2 && !gemma3 &&
+  } else if (!gemma2 && !gemma3 && !olmo3 &&
              std::find(sliding.begin(), sliding.end(), true) != sliding.end()) {
-    refuse(file, "layer_types", "sliding_attention layers run for Gemma and Qwen only");
+    refuse(file, "layer_types", "sliding_attention layers run for Gemma, Qwen and OLMo 3 only");
   }
   a.layer_rope.assign(static_cast<size_t>(c.num_hidden_layers), true);
   if (smollm3) configure_nope_layers(c, file, a);
   if (gemma2 || gemma3) configure_gemma(c, file, gemma3, sliding, a);
+  if (olmo3) configure_olmo3(c, file, sliding, a);
   if (arch == "Gemma3ForConditionalGeneration")
     a.name_text_model("language_model.model.", "language_model.lm_head");
   else

@@ -130,7 +130,8 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   float* attn = sized(ws.attn, rows * q_cols);
   // Embeddings, widened from the table (Gemma: scaled in the table's dtype, as transformers
   // does); each row's rope cosines and sines (rotary_dim / 2 of each), shared by every layer
-  // (Gemma 3: one set for its local layers, one for its global ones), its sequence and position.
+  // (Gemma 3, OLMo 3: one set for the sliding layers, one for the others), its sequence and
+  // position.
   const Architecture& arch = m.arch;
   const int64_t half = arch.rotary_dim / 2;
   float* rope_cos = sized(ws.rope_cos, rows * half);
@@ -186,7 +187,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     const float* cos_l = local ? rope_cos_local : rope_cos;
     const float* sin_l = local ? rope_sin_local : rope_sin;
 
-    // h = rmsnorm(x); qkv = qkv(h) (OLMo 2: qkv(x)); then per row: q/k norms (Qwen3), rotary
+    // h = rmsnorm(x); qkv = qkv(h) (OLMo: qkv(x)); then per row: q/k norms (Qwen3), rotary
     // embeddings, and the new keys and values into the cache.
     const auto input_norm = [&](int64_t r0, int64_t r1) {
       ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.input_norm.data(), eps,
@@ -257,7 +258,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     // x += o(attn); h = rmsnorm(x); gate_up = gate_up(h); act = silu(gate) * up; x += down(act)
     // Gemma: x += rmsnorm(o(attn)); h = rmsnorm(x) (pre_feedforward); act = gelu(gate) * up;
     // x += rmsnorm(down(act)), the outputs normalized in h (free once qkv and gate_up read it).
-    // OLMo 2: as Gemma without the MLP's input norm, gate_up = gate_up(x).
+    // OLMo: as Gemma without the MLP's input norm, gate_up = gate_up(x).
     const auto add_normalized = [&](const std::vector<float>& norm) {
       return [&, weight = norm.data()](int64_t r0, int64_t r1) {
         ops::rms_norm(h + r0 * hidden, r1 - r0, hidden, hidden, weight, eps, h + r0 * hidden,

@@ -24,13 +24,13 @@ struct ExpertModules {
 
 // The tensors and linear modules of one decoder layer, as checkpoints name them.
 struct LayerModules {
-  std::string input_norm;           // model.layers.N.input_layernorm.weight; empty for OLMo 2
+  std::string input_norm;           // model.layers.N.input_layernorm.weight; empty for OLMo
   std::string post_attention_norm;  // model.layers.N.post_attention_layernorm.weight
   // Qwen3's and Gemma 3's per-head norms, OLMoE's whole ones; empty otherwise.
   std::string q_norm, k_norm;
-  // Gemma 2 / 3 and OLMo 2 (Architecture::post_norms): post_attention_norm normalizes the
+  // Gemma 2 / 3 and OLMo 2 / 3 (Architecture::post_norms): post_attention_norm normalizes the
   // attention's output before the residual add, post_feedforward_norm the MLP's; Gemma normalizes
-  // the MLP's input by pre_feedforward_norm (empty for the others), OLMo 2 neither sublayer's
+  // the MLP's input by pre_feedforward_norm (empty for the others), OLMo neither sublayer's
   // input.
   std::string pre_feedforward_norm, post_feedforward_norm;
   // The fusion groups: modules that read the same input, in output order.
@@ -52,12 +52,12 @@ struct Architecture {
   ModelConfig config;
   bool qkv_bias = false;  // attention_bias; always for Qwen2
   bool o_bias = false;    // attention_bias, except for Qwen2
-  bool qk_norm = false;   // Qwen3, Qwen3-MoE, OLMoE, OLMo 2
-  // OLMoE, OLMo 2: q/k norms over the whole projection (q_proj's and k_proj's outputs), not per
+  bool qk_norm = false;   // Qwen3, Qwen3-MoE, OLMoE, OLMo 2 / 3
+  // OLMoE, OLMo 2 / 3: q/k norms over the whole projection (q_proj's and k_proj's outputs), not per
   // head.
   bool qk_norm_whole = false;
-  // Gemma 2 / 3, OLMo 2: each sublayer's output normalized before the residual add (see
-  // LayerModules); OLMo 2 normalizes no sublayer's input.
+  // Gemma 2 / 3, OLMo 2 / 3: each sublayer's output normalized before the residual add (see
+  // LayerModules); OLMo normalizes no sublayer's input.
   bool post_norms = false;
   int64_t sliding_window = 0;  // tokens a query sees (itself included); 0 = all (Mistral only)
   RopeVariant rope = RopeVariant::plain;
@@ -76,9 +76,10 @@ struct Architecture {
   float attention_scale = 0;
   float attention_softcap = 0, final_softcap = 0;  // Gemma 2; 0 = none
   // Per layer: its sliding window (0 = global). Gemma 2 alternates local and global layers,
-  // Gemma 3 follows its pattern; Mistral and Phi-3 window every layer.
+  // Gemma 3 and OLMo 3 follow their patterns; Mistral and Phi-3 window every layer.
   std::vector<int64_t> layer_window;
-  // Gemma 3's local layers: rope_local_base_freq, unscaled; 0 = every layer the same rope.
+  // The rope base of Gemma 3's and OLMo 3's sliding layers, which rotate unscaled; 0 = every
+  // layer the same rope.
   double local_rope_theta = 0;
   int64_t rotary_dim = 0;  // head_dim * partial_rotary_factor (Phi-3); even
   // Per layer: whether it rotates q and k (all but SmolLM3's NoPE layers).
@@ -139,7 +140,7 @@ struct Architecture {
   // RoPE's inverse frequencies (rotary_dim / 2 of them), with the rope variant's scaling applied
   // (longrope: the short factors, or the long ones with `long_factors`).
   std::vector<float> rope_inv_freq(bool long_factors = false) const;
-  // Gemma 3's local layers' frequencies (rope_local_base_freq, no scaling).
+  // The sliding layers' frequencies (local_rope_theta, no scaling).
   std::vector<float> local_rope_inv_freq() const;
   bool local_layer(int64_t index) const { return local_rope_theta > 0 && layer_window[index] > 0; }
 };
