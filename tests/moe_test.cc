@@ -413,7 +413,7 @@ TEST(MoeCheckpoint, LoadsPerModuleSchemesAndRoutersIgnoredByName) {
 
 // A config counting more experts or layers than the checkpoint holds is refused naming the field,
 // before any per-expert or per-layer names or settings are made (a billion of them would not
-// fit in memory).
+// fit in memory); fewer layers too, rather than run the first ones alone.
 TEST(MoeCheckpoint, RefusesCountsTheCheckpointDoesNotHold) {
   ScratchDir scratch;
   for (const char* preset : {"tiny-qwen3-moe", "tiny-mixtral"}) {
@@ -430,6 +430,12 @@ TEST(MoeCheckpoint, RefusesCountsTheCheckpointDoesNotHold) {
     };
     refused(experts_field, "experts.999999999.");
     refused("num_hidden_layers", "layers.999999999.");
+    nlohmann::json fewer = original;
+    fewer["num_hidden_layers"] = 1;
+    fewer.erase("layer_types");
+    std::ofstream(dir + "/config.json") << fewer.dump(2);
+    test::expect_error([&] { Model::load(dir); },
+                       {"config.json", "num_hidden_layers", "also holds model.layers.1.*"});
   }
 }
 

@@ -391,6 +391,12 @@ Architecture Architecture::read(const ModelConfig& config, const Checkpoint& che
   if (a.config.architecture == "Gemma3ForConditionalGeneration" &&
       checkpoint.find("model.language_model.embed_tokens.weight") != nullptr)
     a.name_text_model("model.language_model.", "lm_head");
+  // Layers past the config's count would be left out silently (vLLM and llama.cpp refuse them).
+  const std::string past = a.prefix + "layers." + std::to_string(config.num_hidden_layers) + ".";
+  if (checkpoint.has_prefix(past))
+    refuse(checkpoint.dir() + "/config.json", "num_hidden_layers",
+           std::to_string(config.num_hidden_layers) + " layers, but the checkpoint also holds " +
+               past + "*");
   if (a.experts > 0) a.check_expert_count(checkpoint);
   return a;
 }
