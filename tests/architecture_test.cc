@@ -86,7 +86,7 @@ TEST(Architecture, RefusesWhatItDoesNotRun) {
   c["layer_types"] = {"full_attention", "full_attention", "full_attention", "full_attention",
                       "sliding_attention"};
   c["sliding_window"] = 16;
-  expect_error([&] { architecture(c); }, {"layer_types", "Gemma, Qwen and OLMo 3 only"});
+  expect_error([&] { architecture(c); }, {"layer_types", "OLMo 3 and EXAONE 4 only"});
   c = stories_config();
   c["partial_rotary_factor"] = 0.5;
   expect_error([&] { architecture(c); }, {"partial_rotary_factor"});
@@ -398,7 +398,50 @@ TEST(Architecture, Olmo3WindowsAndSlidingRope) {
   c["architectures"] = {"Olmo2ForCausalLM"};
   c["sliding_window"] = 128;
   c["layer_types"][1] = "sliding_attention";
-  expect_error([&] { architecture(c); }, {"layer_types", "Gemma, Qwen and OLMo 3 only"});
+  expect_error([&] { architecture(c); }, {"layer_types", "OLMo 3 and EXAONE 4 only"});
+}
+
+// EXAONE 4: OLMo's post-norms with per-head q/k norms; windows from layer_types, else from
+// sliding_window_pattern as a number or as letters (4096 tokens unless the config says otherwise);
+// with a window only the sliding layers rotate, without one (null) every layer does.
+TEST(Architecture, Exaone4WindowsAndNoPELayers) {
+  nlohmann::json c = stories_config();  // 5 layers
+  c["architectures"] = {"Exaone4ForCausalLM"};
+  Architecture a = architecture(c);
+  EXPECT_TRUE(a.post_norms && a.qk_norm && !a.qk_norm_whole);
+  EXPECT_TRUE(a.layer(1).input_norm.empty());
+  EXPECT_EQ(a.layer_window, (std::vector<int64_t>{4096, 4096, 4096, 0, 4096}));
+  EXPECT_EQ(a.layer_rope, (std::vector<bool>{true, true, true, false, true}));
+  c["sliding_window"] = 64;
+  c["sliding_window_pattern"] = "LLG";
+  a = architecture(c);
+  EXPECT_EQ(a.layer_window, (std::vector<int64_t>{64, 64, 0, 64, 64}));
+  EXPECT_EQ(a.layer_rope, (std::vector<bool>{true, true, false, true, true}));
+  c["sliding_window_pattern"] = 2;
+  EXPECT_EQ(architecture(c).layer_window, (std::vector<int64_t>{64, 0, 64, 0, 64}));
+  c["layer_types"] = {"full_attention", "sliding_attention", "full_attention", "full_attention",
+                      "sliding_attention"};
+  a = architecture(c);
+  EXPECT_EQ(a.layer_window, (std::vector<int64_t>{0, 64, 0, 0, 64}));
+  EXPECT_EQ(a.layer_rope, (std::vector<bool>{false, true, false, false, true}));
+  EXPECT_EQ(a.local_rope_theta, 0);  // one rope for every layer that rotates
+  c["layer_types"] = std::vector<std::string>(5, "full_attention");
+  c["sliding_window"] = nullptr;  // EXAONE 4.0 1.2B: no windows, every layer rotates
+  a = architecture(c);
+  EXPECT_EQ(a.layer_window, std::vector<int64_t>(5, 0));
+  EXPECT_EQ(a.layer_rope, std::vector<bool>(5, true));
+  c.erase("layer_types");
+  EXPECT_EQ(architecture(c).layer_rope, std::vector<bool>(5, true));
+  c["layer_types"] = {"sliding_attention", "full_attention", "full_attention", "full_attention",
+                      "full_attention"};
+  expect_error([&] { architecture(c); }, {"sliding_window", "need a window"});
+  c.erase("layer_types");
+  c["sliding_window"] = 64;
+  c["sliding_window_pattern"] = "LLX";
+  expect_error([&] { architecture(c); }, {"sliding_window_pattern", "letters L and G"});
+  c["architectures"] = {"Gemma3ForCausalLM"};  // letters are EXAONE's alone
+  c["sliding_window_pattern"] = "LLG";
+  expect_error([&] { architecture(c); }, {"sliding_window_pattern", "integer"});
 }
 
 // SmolLM3: no_rope_layers' 1 means the layer rotates (the name notwithstanding), 0 that it is NoPE.

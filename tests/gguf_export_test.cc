@@ -352,6 +352,26 @@ TEST(GgufExport, Olmo3WindowsAndTheirPeriod) {
   expect_error([&] { export_gguf(o); }, {"rope_parameters.sliding_attention.rope_theta"});
 }
 
+// EXAONE 4: llama.cpp's exaone4, which runs windows (and NoPE on the global layers) for 64-layer
+// models alone.
+TEST(GgufExport, Exaone4WindowsOnlyWithSixtyFourLayers) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-exaone4", Dtype::F32);
+  const GgufFile g = export_to(in, scratch.file("exaone4.gguf"));
+  EXPECT_EQ(g.get<std::string>("general.architecture"), "exaone4");
+  EXPECT_EQ(g.get<uint32_t>("exaone4.attention.sliding_window"), 8u);
+  EXPECT_EQ(g.get<uint32_t>("exaone4.attention.sliding_window_pattern"), 4u);
+  EXPECT_NE(g.find("rope_freqs.weight"), nullptr);  // llama3 scaling
+  nlohmann::json c = nlohmann::json::parse(read_file(in + "/config.json"));
+  c["sliding_window"] = nullptr;
+  c["layer_types"] = std::vector<std::string>(64, "full_attention");
+  write_file(in + "/config.json", c.dump());
+  GgufExportOptions o;
+  o.model_dir = in;
+  o.output = scratch.file("refused.gguf");
+  expect_error([&] { export_gguf(o); }, {"sliding_window", "64 layers and none"});
+}
+
 // stories260K: SentencePiece-style BPE with byte fallback becomes llama.cpp's "llama" vocabulary.
 TEST(GgufExport, SentencePieceVocabulary) {
   ScratchDir scratch;

@@ -1,9 +1,9 @@
 // Every architecture against an independent implementation: tiny synthetic models of each
 // (Llama with and without rope scaling, tied and untied, Mistral, Qwen2 with biases and with yarn,
-// Qwen3 with q/k norms, Gemma 2, Gemma 3, Granite's multipliers, Phi-3 with longrope's short and
-// long factors) in F32, exported to F32 GGUF and run by llama.cpp (node-llama-cpp's prebuilt CPU
-// library, tests/js/llamacpp_reference.mjs) on the same token ids as dq4's Model: the greedy ids
-// must be equal and the next-token probabilities close.
+// Qwen3 with q/k norms, Gemma 2, Gemma 3, Granite's multipliers, SmolLM3's NoPE layers, OLMo 2 /
+// 3, EXAONE 4, Phi-3 with longrope's short and long factors) in F32, exported to F32 GGUF and run
+// by llama.cpp (node-llama-cpp's prebuilt CPU library, tests/js/llamacpp_reference.mjs) on the same
+// token ids as dq4's Model: the greedy ids must be equal and the next-token probabilities close.
 
 #include <gtest/gtest.h>
 
@@ -137,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(TinyPresets, LlamaCppDifferential,
                                          "tiny-qwen2-yarn", "tiny-qwen3-moe", "tiny-qwen2-moe",
                                          "tiny-mixtral", "tiny-olmoe", "tiny-gemma2", "tiny-gemma3",
                                          "tiny-granite", "tiny-smollm3", "tiny-olmo2", "tiny-olmo3",
-                                         "tiny-phi3"),
+                                         "tiny-exaone4", "tiny-phi3"),
                          preset_test_name);
 
 }  // namespace

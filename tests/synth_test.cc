@@ -206,7 +206,9 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
 
     const Checkpoint ckpt = Checkpoint::open_dir(o.output_dir);
     EXPECT_EQ((ckpt.find("lm_head.weight") != nullptr), !c.tie_word_embeddings);
-    const bool olmoe = name == "tiny-olmoe", olmo2 = name == "tiny-olmo2" || name == "tiny-olmo3";
+    const bool olmoe = name == "tiny-olmoe";
+    // Norms after each sublayer and none before.
+    const bool olmo2 = name == "tiny-olmo2" || name == "tiny-olmo3" || name == "tiny-exaone4";
     const bool qk_norm =
         name == "tiny-qwen3" || name == "tiny-qwen3-moe" || name == "tiny-gemma3" || olmoe || olmo2;
     EXPECT_EQ((ckpt.find("model.layers.1.self_attn.q_norm.weight") != nullptr), qk_norm);
@@ -238,9 +240,9 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
       EXPECT_EQ(c.query_pre_attn_scalar, o.config.query_pre_attn_scalar);
       EXPECT_EQ(c.rope_local_base_freq, o.config.rope_local_base_freq);
     }
-    if (qk_norm) {  // per head, or OLMoE's and OLMo 2's over the whole k projection
+    if (qk_norm) {  // per head, or OLMoE's and OLMo's over the whole k projection
       const auto k_norm = ckpt.tensor("model.layers.1.self_attn.k_norm.weight");
-      const bool whole = olmoe || olmo2;
+      const bool whole = olmoe || (olmo2 && name != "tiny-exaone4");
       EXPECT_EQ(k_norm.shape,
                 (std::vector<int64_t>{whole ? c.num_key_value_heads * c.head_dim : c.head_dim}));
       EXPECT_NE(k_norm.as<float>()[0], 1.0f);

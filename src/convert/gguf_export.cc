@@ -56,6 +56,7 @@ GgufArch gguf_arch(const ModelConfig& c) {
   // OLMo 3 is llama.cpp's olmo2 with sliding windows.
   if (c.architecture == "Olmo2ForCausalLM" || c.architecture == "Olmo3ForCausalLM")
     return {"olmo2", false};
+  if (c.architecture == "Exaone4ForCausalLM") return {"exaone4", false};
   throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
 }
 
@@ -227,25 +228,38 @@ std::vector<float> llama3_rope_factors(const ModelConfig& c) {
   return factors;
 }
 
-// llama.cpp's olmo2 windows layer i when i % period < period - 1 (period 0: every layer) and
-// rotates every layer at rope_theta, the sliding ones unscaled: the period of this model's
-// windowed layers, which must follow that rule; 1 when no layer is windowed.
-int64_t window_period(const Architecture& a) {
+// llama.cpp's olmo2 and exaone4 window layer i when i % period < period - 1 (period 0: every
+// layer): the period of this model's windowed layers, which must follow that rule; 1 when no
+// layer is windowed.
+int64_t window_period(const Architecture& a, const std::string& arch) {
   const auto& windows = a.layer_window;
   const auto first_global = std::find(windows.begin(), windows.end(), 0);
   const int64_t period = first_global == windows.end() ? 0 : first_global - windows.begin() + 1;
   for (size_t i = 0; i < windows.size(); ++i) {
     const auto p = static_cast<size_t>(period);
     if ((windows[i] > 0) != (p == 0 || i % p < p - 1))
-      throw Error("export-gguf: layer_types: layer " + std::to_string(i) +
-                  ": llama.cpp's olmo2 repeats the pattern of the first " + std::to_string(period) +
+      throw Error("export-gguf: layer_types: layer " + std::to_string(i) + ": llama.cpp's " + arch +
+                  " repeats the pattern of the first " + std::to_string(period) +
                   " layers (windows, then full attention); this model's differs");
   }
-  if (period != 1 && a.local_rope_theta != a.config.rope_theta)
+  return period;
+}
+
+// What GGUF cannot tell llama.cpp's olmo2 and exaone4 about windows: olmo2 rotates the sliding
+// layers at rope_theta (unscaled); exaone4 runs windows (and its global layers' NoPE) for
+// 64-layer models alone, and windows then whatever the keys say.
+void check_windows(const Architecture& a, const std::string& arch) {
+  const bool windowed = window_period(a, arch) != 1;
+  if (arch == "olmo2" && windowed && a.local_rope_theta != a.config.rope_theta)
     throw Error("export-gguf: rope_parameters.sliding_attention.rope_theta " +
                 std::to_string(a.local_rope_theta) + ": llama.cpp's olmo2 rotates the sliding " +
                 "layers at rope_theta " + std::to_string(a.config.rope_theta));
-  return period;
+  if (arch == "exaone4" && windowed != (a.config.num_hidden_layers == 64))
+    throw Error(
+        "export-gguf: sliding_window: llama.cpp's exaone4 runs windows for models of 64 "
+        "layers and no others, this model has " +
+        std::to_string(a.config.num_hidden_layers) +
+        (windowed ? " layers and windows" : " layers and none"));
 }
 
 void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) {
@@ -289,8 +303,8 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
   // Gemma: llama.cpp fixes the layer pattern (2 for Gemma 2, 6 for Gemma 3) and Gemma 3's
   // local rope base (10000); the window and the caps are keys.
   if (a.gemma) u32(arch + ".attention.sliding_window", c.sliding_window);
-  if (arch == "olmo2") {
-    if (const int64_t period = window_period(a); period != 1) {
+  if (arch == "olmo2" || arch == "exaone4") {
+    if (const int64_t period = window_period(a, arch); period != 1) {
       u32(arch + ".attention.sliding_window", c.sliding_window);
       u32(arch + ".attention.sliding_window_pattern", period);
     }
@@ -369,7 +383,8 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   GgufExportReport report;
   report.architecture = arch.name;
   const int64_t window = *std::max_element(a.layer_window.begin(), a.layer_window.end());
-  if (window > 0 && !a.gemma && arch.name != "phi3" && arch.name != "olmo2")
+  if (window > 0 && !a.gemma && arch.name != "phi3" && arch.name != "olmo2" &&
+      arch.name != "exaone4")
     report.notes.push_back("llama.cpp's " + arch.name +
                            " architecture has no sliding window: it matches "
                            "only for sequences up to sliding_window " +
@@ -382,6 +397,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   if (a.gemma) check_gemma_pattern(a, arch.name);
   if (a.rope == RopeVariant::yarn) check_yarn(a);
   if (arch.name == "smollm3") check_nope_layers(a);
+  if (arch.name == "olmo2" || arch.name == "exaone4") check_windows(a, arch.name);
   add_hparams(w, a, arch.name);
 
   // Float tensors of a quantized checkpoint keep their dtype (1-D ones become F32, as the script

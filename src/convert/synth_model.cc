@@ -233,6 +233,18 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
       types.emplace_back((i + 1) % 4 != 0 ? "sliding_attention" : "full_attention");
     j["layer_types"] = types;
   }
+  if (c.architecture == "Exaone4ForCausalLM") {
+    // As the 32B's: the pattern as letters (L sliding, G global) and each layer's type from it.
+    j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nullptr;
+    j["sliding_window_pattern"] = c.sliding_window_layout;
+    const std::string& letters = c.sliding_window_layout;
+    std::vector<std::string> types;
+    for (size_t i = 0; i < static_cast<size_t>(c.num_hidden_layers); ++i)
+      types.emplace_back(c.sliding_window > 0 && letters[i % letters.size()] == 'L'
+                             ? "sliding_attention"
+                             : "full_attention");
+    j["layer_types"] = types;
+  }
   if (c.architecture == "GraniteForCausalLM") {
     j["embedding_multiplier"] = c.embedding_multiplier;
     j["attention_multiplier"] = c.attention_multiplier;

@@ -24,7 +24,8 @@ enum class Arch {
   granite,
   smollm3,
   olmo2,
-  olmo3
+  olmo3,
+  exaone4
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -238,6 +239,20 @@ constexpr Preset kPresets[] = {
      .rope_factor = 4.0,
      .rope_original_context = 64,
      .sliding_window = 8},
+    // EXAONE 4 (32B's pattern): windows (8) on three layers of four whose global layers are NoPE,
+    // norms after each sublayer, per-head q/k norms, llama3 rope on the others; 64 layers, the
+    // only count llama.cpp's exaone4 runs windows for.
+    {.name = "tiny-exaone4",
+     .arch = Arch::exaone4,
+     .hidden = 64,
+     .intermediate = 128,
+     .layers = 64,
+     .head_dim = 16,
+     .rms_norm_eps = 1e-5,
+     .rope = Rope::llama3,
+     .rope_factor = 4.0,
+     .rope_original_context = 32,
+     .sliding_window = 8},
     // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
     // llama.cpp pads a small context to, so that its choice of factors can be matched).
     {.name = "tiny-phi3",
@@ -305,6 +320,10 @@ SynthOptions options_of(const Preset& p) {
       break;
     case Arch::olmo3:
       c.architecture = "Olmo3ForCausalLM", c.model_type = "olmo3";
+      break;
+    case Arch::exaone4:
+      c.architecture = "Exaone4ForCausalLM", c.model_type = "exaone4";
+      c.sliding_window_layout = "LLLG";
       break;
     case Arch::smollm3:
       c.architecture = "SmolLM3ForCausalLM", c.model_type = "smollm3";

@@ -188,9 +188,10 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     const auto window = fields.integer("sliding_window");
     if (window) c.sliding_window = positive(fields, "sliding_window", *window);
   }
-  // OLMo 3's window where the config leaves the key out (transformers' Olmo3Config); a null one
-  // stays none.
-  if (c.architecture == "Olmo3ForCausalLM" && !fields.json().contains("sliding_window"))
+  // OLMo 3's and EXAONE 4's window where the config leaves the key out (transformers' configs); a
+  // null one stays none.
+  if ((c.architecture == "Olmo3ForCausalLM" || c.architecture == "Exaone4ForCausalLM") &&
+      !fields.json().contains("sliding_window"))
     c.sliding_window = 4096;
   if (const auto first = fields.integer("max_window_layers")) {
     if (*first < 0) fields.fail("max_window_layers", "must be >= 0");
@@ -250,8 +251,16 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   c.attention_multiplier = positive_or_off(fields, "attention_multiplier");
   c.residual_multiplier = positive_or_off(fields, "residual_multiplier");
   c.logits_scaling = positive_or_off(fields, "logits_scaling");
-  if (const auto pattern = fields.integer("sliding_window_pattern"))
-    c.sliding_window_pattern = positive(fields, "sliding_window_pattern", *pattern);
+  // EXAONE 4 also writes the pattern as letters, L for a sliding layer and G for a global one.
+  const nlohmann::json* pattern = fields.find("sliding_window_pattern");
+  if (pattern != nullptr && pattern->is_string() && c.architecture == "Exaone4ForCausalLM") {
+    c.sliding_window_layout = pattern->get<std::string>();
+    if (c.sliding_window_layout.empty() ||
+        c.sliding_window_layout.find_first_not_of("LG") != std::string::npos)
+      fields.fail("sliding_window_pattern", "expected a number or letters L and G");
+  } else if (const auto every = fields.integer("sliding_window_pattern")) {
+    c.sliding_window_pattern = positive(fields, "sliding_window_pattern", *every);
+  }
   if (const auto original = fields.integer("original_max_position_embeddings"))
     c.original_max_position_embeddings =
         positive(fields, "original_max_position_embeddings", *original);

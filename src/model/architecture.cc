@@ -252,6 +252,27 @@ void configure_olmo3(const ModelConfig& c, const std::string& file,
   a.local_rope_theta = c.rope_local_base_freq > 0 ? c.rope_local_base_freq : c.rope_theta;
 }
 
+// EXAONE 4: windows on layer_types' sliding layers, else as sliding_window_pattern says (every
+// n-th layer global, 4 by default; or letters repeated, L sliding and G global), none when
+// sliding_window is null; with a window only the sliding layers rotate (its global layers are
+// NoPE), without one every layer does.
+void configure_exaone4(const ModelConfig& c, const std::string& file,
+                       const std::vector<bool>& sliding, Architecture& a) {
+  const std::string& letters = c.sliding_window_layout;
+  const int64_t every = c.sliding_window_pattern > 0 ? c.sliding_window_pattern : 4;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const auto u = static_cast<size_t>(i);
+    const bool local = !sliding.empty()        ? sliding[u]
+                       : c.sliding_window == 0 ? false
+                       : !letters.empty()      ? letters[u % letters.size()] == 'L'
+                                               : (i + 1) % every != 0;
+    if (local && c.sliding_window == 0)
+      refuse(file, "sliding_window", "EXAONE 4's sliding_attention layers need a window");
+    a.layer_window[u] = local ? c.sliding_window : 0;
+    a.layer_rope[u] = local || c.sliding_window == 0;
+  }
+}
+
 // The mixture-of-experts settings of Qwen3-MoE, Qwen2-MoE, Mixtral and OLMoE.
 void check_experts(const ModelConfig& c, const std::string& file, bool mixtral, bool qwen,
                    Architecture& a) {
@@ -288,17 +309,17 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
              phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM",
              smollm3 = arch == "SmolLM3ForCausalLM", olmo3 = arch == "Olmo3ForCausalLM",
-             olmo2 = arch == "Olmo2ForCausalLM" || olmo3;
+             olmo2 = arch == "Olmo2ForCausalLM" || olmo3, exaone4 = arch == "Exaone4ForCausalLM";
   const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
   if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite &&
-      !smollm3 && !olmo2)
+      !smollm3 && !olmo2 && !exaone4)
     refuse(file, "architectures",
            "'" + arch +
                "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
                "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
                "MixtralForCausalLM, OlmoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
                "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM, "
-               "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM)");
+               "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM, Exaone4ForCausalLM)");
   const auto own_key = [&](std::string_view key) {
     return ((gemma2 || gemma3) && gemma_key(key)) || (granite && granite_key(key)) ||
            (smollm3 && smollm3_key(key));
@@ -322,9 +343,9 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   if (!gemma3 && !olmo3 && c.rope_local_base_freq > 0 && c.rope_local_base_freq != c.rope_theta)
     refuse(file, "rope_local_base_freq",
            "a rope base of the sliding layers' own runs for Gemma 3 and OLMo 3 only");
-  a.qk_norm = qwen3 || olmoe || olmo2;
+  a.qk_norm = qwen3 || olmoe || olmo2 || exaone4;
   a.qk_norm_whole = olmoe || olmo2;
-  a.post_norms = olmo2;
+  a.post_norms = olmo2 || exaone4;
   // Qwen2's q/k/v always have biases and its o_proj never has one, whatever attention_bias says.
   a.qkv_bias = qwen2 || c.attention_bias;
   a.o_bias = !qwen2 && c.attention_bias;
@@ -354,14 +375,16 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
       const bool windowed = !sliding.empty() ? sliding[static_cast<size_t>(i)] : i >= first;
       a.layer_window[static_cast<size_t>(i)] = windowed ? c.sliding_window : 0;
     }
-  } else if (!gemma2 && !gemma3 && !olmo3 &&
+  } else if (!gemma2 && !gemma3 && !olmo3 && !exaone4 &&
              std::find(sliding.begin(), sliding.end(), true) != sliding.end()) {
-    refuse(file, "layer_types", "sliding_attention layers run for Gemma, Qwen and OLMo 3 only");
+    refuse(file, "layer_types",
+           "sliding_attention layers run for Gemma, Qwen, OLMo 3 and EXAONE 4 only");
   }
   a.layer_rope.assign(static_cast<size_t>(c.num_hidden_layers), true);
   if (smollm3) configure_nope_layers(c, file, a);
   if (gemma2 || gemma3) configure_gemma(c, file, gemma3, sliding, a);
   if (olmo3) configure_olmo3(c, file, sliding, a);
+  if (exaone4) configure_exaone4(c, file, sliding, a);
   if (arch == "Gemma3ForConditionalGeneration")
     a.name_text_model("language_model.model.", "language_model.lm_head");
   else
@@ -447,8 +470,8 @@ LayerModules Architecture::layer(int64_t index) const {
   const int64_t kv_features = c.num_key_value_heads * c.head_dim;
   const std::string prefix = this->prefix + "layers." + std::to_string(index) + ".";
   LayerModules m;
-  const bool olmo2 = post_norms && !gemma;  // its sublayers' inputs are not normalized
-  if (!olmo2) m.input_norm = prefix + "input_layernorm.weight";
+  const bool inputs_raw = post_norms && !gemma;  // OLMo, EXAONE 4: no sublayer input norms
+  if (!inputs_raw) m.input_norm = prefix + "input_layernorm.weight";
   m.post_attention_norm = prefix + "post_attention_layernorm.weight";
   if (gemma) m.pre_feedforward_norm = prefix + "pre_feedforward_layernorm.weight";
   if (post_norms) m.post_feedforward_norm = prefix + "post_feedforward_layernorm.weight";

@@ -187,8 +187,8 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     const float* cos_l = local ? rope_cos_local : rope_cos;
     const float* sin_l = local ? rope_sin_local : rope_sin;
 
-    // h = rmsnorm(x); qkv = qkv(h) (OLMo: qkv(x)); then per row: q/k norms (Qwen3), rotary
-    // embeddings, and the new keys and values into the cache.
+    // h = rmsnorm(x); qkv = qkv(h) (OLMo, EXAONE 4: qkv(x)); then per row: q/k norms (Qwen3),
+    // rotary embeddings, and the new keys and values into the cache.
     const auto input_norm = [&](int64_t r0, int64_t r1) {
       ops::rms_norm(x + r0 * hidden, r1 - r0, hidden, hidden, layer.input_norm.data(), eps,
                     h + r0 * hidden, hidden);
@@ -207,7 +207,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
                         head_dim);
         }
         // Each head's first rotary_dim values (all of them but for Phi-3's partial rotary;
-        // none in SmolLM3's NoPE layers).
+        // none in NoPE layers).
         if (rotates) {
           for (int64_t hd = 0; hd < c.num_attention_heads; ++hd)
             ops::rope(q + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
@@ -258,7 +258,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
     // x += o(attn); h = rmsnorm(x); gate_up = gate_up(h); act = silu(gate) * up; x += down(act)
     // Gemma: x += rmsnorm(o(attn)); h = rmsnorm(x) (pre_feedforward); act = gelu(gate) * up;
     // x += rmsnorm(down(act)), the outputs normalized in h (free once qkv and gate_up read it).
-    // OLMo: as Gemma without the MLP's input norm, gate_up = gate_up(x).
+    // OLMo, EXAONE 4: as Gemma without the MLP's input norm, gate_up = gate_up(x).
     const auto add_normalized = [&](const std::vector<float>& norm) {
       return [&, weight = norm.data()](int64_t r0, int64_t r1) {
         ops::rms_norm(h + r0 * hidden, r1 - r0, hidden, hidden, weight, eps, h + r0 * hidden,

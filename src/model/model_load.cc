@@ -89,7 +89,8 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const LayerModules names = impl->arch.layer(i);
     DecoderLayer layer;
-    // Each norm the architecture has (OLMo has no input norms, only Gemma a pre-MLP one).
+    // Each norm the architecture has (OLMo and EXAONE 4 have no input norms, only Gemma a pre-MLP
+    // one).
     const auto norm_of = [&](const std::string& name) {
       return name.empty() ? std::vector<float>() : model::read_vector(ckpt, name, c.hidden_size);
     };

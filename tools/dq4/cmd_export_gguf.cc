@@ -14,9 +14,10 @@ int run_export_gguf(int argc, char** argv, int first) {
   Args args(
       "export-gguf",
       "Writes the model in IN_DIR (Llama, Mistral, Qwen2, Qwen3, Gemma 2 / 3, Granite, SmolLM3,\n"
-      "OLMo 2 / 3, Phi-3, and the mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, their\n"
-      "experts stacked) as one GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and\n"
-      "lays it out. A W4A8 or W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the\n"
+      "OLMo 2 / 3, EXAONE 4, Phi-3, and the mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral,\n"
+      "OLMoE, their experts stacked) as one GGUF file for llama.cpp, as its convert_hf_to_gguf.py\n"
+      "names and lays it out. A W4A8 or W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 "
+      "with the\n"
       "same int4 values and scales (a scale f16 cannot hold exactly is an error, so are other\n"
       "group sizes); its other tensors keep their dtype, norms and biases become F32. An\n"
       "unquantized model becomes an F32 GGUF. The tokenizer goes in as llama.cpp's vocabulary\n"

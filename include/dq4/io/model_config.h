@@ -70,7 +70,8 @@ struct ModelConfig {
   double attn_logit_softcapping = 0, final_logit_softcapping = 0;
   double query_pre_attn_scalar = 0;
   double rope_local_base_freq = 0;               // Gemma 3's local (sliding-window) layers
-  int64_t sliding_window_pattern = 0;            // Gemma 3: every n-th layer is global
+  int64_t sliding_window_pattern = 0;            // Gemma 3, EXAONE 4: every n-th layer is global
+  std::string sliding_window_layout;             // EXAONE 4's pattern as text ("LLLG")
   std::vector<std::string> layer_types;          // "sliding_attention" / "full_attention" per layer
   int64_t original_max_position_embeddings = 0;  // Phi-3 (longrope's switch), top level
   // Granite's scalars: embeddings times embedding_multiplier, attention scores times

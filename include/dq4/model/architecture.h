@@ -24,14 +24,14 @@ struct ExpertModules {
 
 // The tensors and linear modules of one decoder layer, as checkpoints name them.
 struct LayerModules {
-  std::string input_norm;           // model.layers.N.input_layernorm.weight; empty for OLMo
+  std::string input_norm;  // model.layers.N.input_layernorm.weight; empty for OLMo, EXAONE 4
   std::string post_attention_norm;  // model.layers.N.post_attention_layernorm.weight
   // Qwen3's and Gemma 3's per-head norms, OLMoE's whole ones; empty otherwise.
   std::string q_norm, k_norm;
-  // Gemma 2 / 3 and OLMo 2 / 3 (Architecture::post_norms): post_attention_norm normalizes the
-  // attention's output before the residual add, post_feedforward_norm the MLP's; Gemma normalizes
-  // the MLP's input by pre_feedforward_norm (empty for the others), OLMo neither sublayer's
-  // input.
+  // Gemma 2 / 3, OLMo 2 / 3 and EXAONE 4 (Architecture::post_norms): post_attention_norm
+  // normalizes the attention's output before the residual add, post_feedforward_norm the MLP's;
+  // Gemma normalizes the MLP's input by pre_feedforward_norm (empty for the others), OLMo and
+  // EXAONE neither sublayer's input.
   std::string pre_feedforward_norm, post_feedforward_norm;
   // The fusion groups: modules that read the same input, in output order.
   std::vector<LinearModule> attention_input;  // q_proj, k_proj, v_proj (Phi-3: qkv_proj)
@@ -52,12 +52,12 @@ struct Architecture {
   ModelConfig config;
   bool qkv_bias = false;  // attention_bias; always for Qwen2
   bool o_bias = false;    // attention_bias, except for Qwen2
-  bool qk_norm = false;   // Qwen3, Qwen3-MoE, OLMoE, OLMo 2 / 3
+  bool qk_norm = false;   // Qwen3, Qwen3-MoE, OLMoE, OLMo 2 / 3, EXAONE 4
   // OLMoE, OLMo 2 / 3: q/k norms over the whole projection (q_proj's and k_proj's outputs), not per
   // head.
   bool qk_norm_whole = false;
-  // Gemma 2 / 3, OLMo 2 / 3: each sublayer's output normalized before the residual add (see
-  // LayerModules); OLMo normalizes no sublayer's input.
+  // Gemma 2 / 3, OLMo 2 / 3, EXAONE 4: each sublayer's output normalized before the residual add
+  // (see LayerModules); OLMo and EXAONE normalize no sublayer's input.
   bool post_norms = false;
   int64_t sliding_window = 0;  // tokens a query sees (itself included); 0 = all (Mistral only)
   RopeVariant rope = RopeVariant::plain;
@@ -76,13 +76,14 @@ struct Architecture {
   float attention_scale = 0;
   float attention_softcap = 0, final_softcap = 0;  // Gemma 2; 0 = none
   // Per layer: its sliding window (0 = global). Gemma 2 alternates local and global layers,
-  // Gemma 3 and OLMo 3 follow their patterns; Mistral and Phi-3 window every layer.
+  // Gemma 3, OLMo 3 and EXAONE 4 follow their patterns; Mistral and Phi-3 window every layer.
   std::vector<int64_t> layer_window;
   // The rope base of Gemma 3's and OLMo 3's sliding layers, which rotate unscaled; 0 = every
   // layer the same rope.
   double local_rope_theta = 0;
   int64_t rotary_dim = 0;  // head_dim * partial_rotary_factor (Phi-3); even
-  // Per layer: whether it rotates q and k (all but SmolLM3's NoPE layers).
+  // Per layer: whether it rotates q and k (all but SmolLM3's NoPE layers and EXAONE 4's global
+  // ones).
   std::vector<bool> layer_rope;
   // longrope: the factors switch from short to long once a sequence's length exceeds this.
   int64_t longrope_original_context = 0;
