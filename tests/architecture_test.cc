@@ -444,6 +444,64 @@ TEST(Architecture, Exaone4WindowsAndNoPELayers) {
   expect_error([&] { architecture(c); }, {"sliding_window_pattern", "integer"});
 }
 
+// Mistral 3: the text model of Mistral3ForConditionalGeneration (Mistral's or Ministral 3's, with
+// transformers' defaults for what text_config leaves out), and Ministral 3's query scaling.
+TEST(Architecture, Mistral3TextModels) {
+  const nlohmann::json shapes = {{"hidden_size", 64},        {"intermediate_size", 128},
+                                 {"num_hidden_layers", 2},   {"num_attention_heads", 4},
+                                 {"num_key_value_heads", 2}, {"head_dim", 16},
+                                 {"vocab_size", 512}};
+  nlohmann::json text = shapes;
+  text["model_type"] = "ministral3";
+  nlohmann::json c = {{"architectures", {"Mistral3ForConditionalGeneration"}},
+                      {"model_type", "mistral3"},
+                      {"text_config", text}};
+  Architecture a = architecture(c);
+  EXPECT_EQ(a.prefix, "language_model.model.");
+  ASSERT_TRUE(a.head.has_value());
+  EXPECT_EQ(a.head->name, "language_model.lm_head");
+  EXPECT_EQ(a.rope, RopeVariant::yarn);  // Ministral3Config's rope
+  EXPECT_EQ(a.yarn.factor, 16);
+  EXPECT_EQ(a.yarn.original_context, 16384);
+  EXPECT_EQ(a.rope_attention_factor, 1.0f);  // mscale / mscale_all_dim
+  EXPECT_EQ(a.query_scale_beta, 0.1);
+  EXPECT_EQ(a.query_scale_context, 16384);
+  EXPECT_EQ(a.context_length, 262144);
+  EXPECT_EQ(a.config.rms_norm_eps, 1e-5);
+  EXPECT_EQ(a.layer_window, std::vector<int64_t>(2, 0));
+
+  text = shapes;  // Mistral Small 3.x: MistralConfig's defaults, its window on every layer
+  c["text_config"] = text;
+  a = architecture(c);
+  EXPECT_EQ(a.config.model_type, "mistral");
+  EXPECT_EQ(a.rope, RopeVariant::plain);
+  EXPECT_EQ(a.query_scale_beta, 0);
+  EXPECT_EQ(a.layer_window, std::vector<int64_t>(2, 4096));
+  c["text_config"]["sliding_window"] = nullptr;
+  EXPECT_EQ(architecture(c).layer_window, std::vector<int64_t>(2, 0));
+  nlohmann::json plain = shapes;  // MistralForCausalLM's config: the same defaults
+  plain["architectures"] = {"MistralForCausalLM"};
+  plain["model_type"] = "mistral";
+  EXPECT_EQ(architecture(plain).layer_window, std::vector<int64_t>(2, 4096));
+  c["text_config"]["model_type"] = "mistral4";
+  expect_error([&] { architecture(c); }, {"text_config.model_type", "'mistral4'"});
+  c.erase("text_config");
+  expect_error([&] { architecture(c); }, {"text_config", "needs a text_config object"});
+
+  // Ministral 3's own class; the query scaling is Ministral 3's alone and needs its context.
+  nlohmann::json m = shapes;
+  m["architectures"] = {"Ministral3ForCausalLM"};
+  m["model_type"] = "ministral3";
+  m["rope_parameters"] = {
+      {"rope_type", "yarn"}, {"factor", 4.0}, {"rope_theta", 1e6}, {"llama_4_scaling_beta", 0.5}};
+  expect_error([&] { architecture(m); }, {"original_max_position_embeddings"});
+  m["rope_parameters"]["original_max_position_embeddings"] = 64;
+  EXPECT_EQ(architecture(m).query_scale_beta, 0.5);
+  m["architectures"] = {"MistralForCausalLM"};
+  m["model_type"] = "mistral";
+  expect_error([&] { architecture(m); }, {"llama_4_scaling_beta", "Ministral 3"});
+}
+
 // SmolLM3: no_rope_layers' 1 means the layer rotates (the name notwithstanding), 0 that it is NoPE.
 TEST(Architecture, SmolLM3NoPELayers) {
   nlohmann::json c = stories_config();  // 5 layers

@@ -110,13 +110,15 @@ INSTANTIATE_TEST_SUITE_P(TinyPresets, QuantizedCheckpoint,
                            return name;
                          });
 
-// `from` (a synthetic Gemma 3) as a Gemma3ForConditionalGeneration checkpoint in `to`: its
-// config.json as text_config, its text tensors renamed "model.X" -> text_prefix + "X" and
-// "lm_head.weight" -> head + ".weight" (data unchanged), and a vision tensor named with
+// `from` (a synthetic text model) as a multimodal checkpoint of `architecture` in `to`: its
+// config.json as text_config (of `text_type`), its text tensors renamed "model.X" -> text_prefix +
+// "X" and "lm_head.weight" -> head + ".weight" (data unchanged), and a vision tensor named with
 // vision_prefix, which the text model must not read.
 void write_multimodal(const std::string& from, const std::string& to,
                       const std::string& text_prefix, const std::string& head,
-                      const std::string& vision_prefix) {
+                      const std::string& vision_prefix,
+                      const std::string& architecture = "Gemma3ForConditionalGeneration",
+                      const std::string& text_type = "gemma3_text") {
   namespace fs = std::filesystem;
   fs::create_directories(to);
   for (const fs::directory_entry& f : fs::directory_iterator(from))
@@ -124,10 +126,9 @@ void write_multimodal(const std::string& from, const std::string& to,
       fs::copy_file(f.path(), to + "/" + f.path().filename().string());
   nlohmann::json text = nlohmann::json::parse(read_file(from + "/config.json"));
   text.erase("architectures");
-  text["model_type"] = "gemma3_text";
-  const nlohmann::json config = {{"architectures", {"Gemma3ForConditionalGeneration"}},
-                                 {"model_type", "gemma3"},
-                                 {"text_config", text}};
+  text["model_type"] = text_type;
+  const nlohmann::json config = {
+      {"architectures", {architecture}}, {"model_type", "multimodal"}, {"text_config", text}};
   write_file(to + "/config.json", config.dump());
 
   const std::string bytes = read_file(from + "/model.safetensors");
@@ -241,6 +242,31 @@ TEST(Gemma3Multimodal, BothTextPrefixesLoadAsTheTextModel) {
   const std::vector<float> want = last_logits(s.output_dir, ids);
   EXPECT_EQ(last_logits(scratch.file("older"), ids), want);
   EXPECT_EQ(last_logits(scratch.file("newer"), ids), want);
+}
+
+// Mistral Small 3.x and Ministral 3 ship as Mistral3ForConditionalGeneration: its text model
+// (Mistral's or Ministral 3's) under either prefix is the same model as the text checkpoint.
+TEST(Mistral3Multimodal, BothTextPrefixesLoadAsTheTextModel) {
+  ScratchDir scratch;
+  for (const auto& [preset, text_type] :
+       {std::pair{"tiny-ministral3", "ministral3"}, {"tiny-mistral", "mistral"}}) {
+    SCOPED_TRACE(preset);
+    const std::string text = synth_f32(scratch, preset);
+    const std::string older = scratch.file(std::string(preset) + "-older");
+    const std::string newer = scratch.file(std::string(preset) + "-newer");
+    write_multimodal(text, older, "language_model.model.", "language_model.lm_head",
+                     "vision_tower.", "Mistral3ForConditionalGeneration", text_type);
+    write_multimodal(text, newer, "model.language_model.", "lm_head", "model.vision_tower.",
+                     "Mistral3ForConditionalGeneration", text_type);
+    EXPECT_EQ(Architecture::read(older).head->name, "language_model.lm_head");
+    EXPECT_EQ(Architecture::read(newer).embedding, "model.language_model.embed_tokens.weight");
+    // Positions past the original context (16), where Ministral 3 scales its queries.
+    std::vector<int32_t> ids;
+    for (int32_t i = 0; i < 40; ++i) ids.push_back((i * 37 + 5) % 384);
+    const std::vector<float> want = last_logits(text, ids);
+    EXPECT_EQ(last_logits(older, ids), want);
+    EXPECT_EQ(last_logits(newer, ids), want);
+  }
 }
 
 }  // namespace

@@ -372,6 +372,26 @@ TEST(GgufExport, Exaone4WindowsOnlyWithSixtyFourLayers) {
   expect_error([&] { export_gguf(o); }, {"sliding_window", "64 layers and none"});
 }
 
+// Ministral 3: llama.cpp's mistral3, with the query scaling and the yarn settings it reads as keys.
+TEST(GgufExport, Ministral3QueryScaleAndYarnKeys) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-ministral3", Dtype::F32);
+  const GgufFile g = export_to(in, scratch.file("ministral3.gguf"));
+  EXPECT_EQ(g.get<std::string>("general.architecture"), "mistral3");
+  EXPECT_EQ(g.get<float>("mistral3.attention.temperature_scale"), 0.1f);
+  EXPECT_EQ(g.get<float>("mistral3.rope.scaling.yarn_log_multiplier"), 1.0f);
+  EXPECT_EQ(g.get<float>("mistral3.rope.scaling.yarn_beta_fast"), 32.0f);
+  EXPECT_EQ(g.get<float>("mistral3.rope.scaling.yarn_beta_slow"), 1.0f);
+  EXPECT_EQ(g.get<uint32_t>("mistral3.rope.scaling.original_context_length"), 16u);
+  nlohmann::json c = nlohmann::json::parse(read_file(in + "/config.json"));
+  c["rope_parameters"]["mscale"] = 2.0;  // llama.cpp takes mscale as 1
+  write_file(in + "/config.json", c.dump());
+  GgufExportOptions o;
+  o.model_dir = in;
+  o.output = scratch.file("refused.gguf");
+  expect_error([&] { export_gguf(o); }, {"rope_scaling.mscale"});
+}
+
 // stories260K: SentencePiece-style BPE with byte fallback becomes llama.cpp's "llama" vocabulary.
 TEST(GgufExport, SentencePieceVocabulary) {
   ScratchDir scratch;

@@ -57,6 +57,9 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Olmo2ForCausalLM" || c.architecture == "Olmo3ForCausalLM")
     return {"olmo2", false};
   if (c.architecture == "Exaone4ForCausalLM") return {"exaone4", false};
+  if (c.architecture == "Mistral3ForConditionalGeneration" ||
+      c.architecture == "Ministral3ForCausalLM")
+    return {"mistral3", true};
   throw Error("export-gguf: architecture '" + c.architecture + "' has no GGUF equivalent here");
 }
 
@@ -299,7 +302,18 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
     w.add_string(arch + ".rope.scaling.type", "yarn");
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(a.yarn.factor));
     u32(arch + ".rope.scaling.original_context_length", a.yarn.original_context);
+    if (arch == "mistral3") {  // which reads the ramp's bounds and mscale_all_dim
+      w.add_f32(arch + ".rope.scaling.yarn_beta_fast",
+                static_cast<float>(c.rope_scaling.beta_fast));
+      w.add_f32(arch + ".rope.scaling.yarn_beta_slow",
+                static_cast<float>(c.rope_scaling.beta_slow));
+      if (c.rope_scaling.mscale > 0 && c.rope_scaling.mscale_all_dim > 0)
+        w.add_f32(arch + ".rope.scaling.yarn_log_multiplier",
+                  static_cast<float>(c.rope_scaling.mscale_all_dim));
+    }
   }
+  if (a.query_scale_beta > 0)
+    w.add_f32(arch + ".attention.temperature_scale", static_cast<float>(a.query_scale_beta));
   // Gemma: llama.cpp fixes the layer pattern (2 for Gemma 2, 6 for Gemma 3) and Gemma 3's
   // local rope base (10000); the window and the caps are keys.
   if (a.gemma) u32(arch + ".attention.sliding_window", c.sliding_window);
@@ -350,21 +364,29 @@ void check_nope_layers(const Architecture& a) {
                   ", llama.cpp's smollm3 leaves rotary embeddings out of every fourth layer only");
 }
 
-// llama.cpp's yarn for these architectures: beta_fast 32, beta_slow 1, the ramp's bounds rounded
-// out, and an attention factor of 1 + 0.1 ln(factor) (for any factor) that it computes itself.
-void check_yarn(const Architecture& a) {
+// llama.cpp's yarn: the ramp's bounds rounded out, beta_fast 32 and beta_slow 1 (mistral3 reads
+// them), and an attention factor it computes itself: 1 + 0.1 ln(factor), or for mistral3 with
+// mscale_all_dim the ratio with mscale taken as 1.
+void check_yarn(const Architecture& a, const std::string& arch) {
   const RopeScaling& r = a.config.rope_scaling;
   const auto refuse = [](const std::string& key, const std::string& why) {
     throw Error("export-gguf: rope_scaling." + key + ": " + why);
   };
-  if (r.beta_fast != 32) refuse("beta_fast", "llama.cpp runs 32 here");
-  if (r.beta_slow != 1) refuse("beta_slow", "llama.cpp runs 1 here");
+  const bool mistral3 = arch == "mistral3";
+  if (r.beta_fast != 32 && !mistral3) refuse("beta_fast", "llama.cpp runs 32 here");
+  if (r.beta_slow != 1 && !mistral3) refuse("beta_slow", "llama.cpp runs 1 here");
   if (!r.truncate) refuse("truncate", "llama.cpp rounds the ramp's bounds");
-  const double own = 1 + 0.1 * std::log(a.yarn.factor);
+  const auto mscale = [&](double m) {
+    return a.yarn.factor <= 1 ? 1 : 0.1 * m * std::log(a.yarn.factor) + 1;
+  };
+  const bool log_multiplier = mistral3 && r.mscale > 0 && r.mscale_all_dim > 0;
+  if (log_multiplier && r.mscale != 1) refuse("mscale", "llama.cpp's mistral3 runs 1 here");
+  const double own = log_multiplier ? mscale(1) / mscale(r.mscale_all_dim) : mscale(1);
   if (std::abs(a.rope_attention_factor - own) > 1e-6 * own)
     refuse(r.attention_factor > 0 ? "attention_factor" : "factor",
-           "llama.cpp's attention factor is 1 + 0.1 ln(factor) = " + std::to_string(own) +
-               ", this model's " + std::to_string(a.rope_attention_factor));
+           "llama.cpp's attention factor is " +
+               std::string(log_multiplier ? "the mscale ratio " : "1 + 0.1 ln(factor) = ") +
+               std::to_string(own) + ", this model's " + std::to_string(a.rope_attention_factor));
 }
 
 }  // namespace
@@ -395,7 +417,9 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   w.add_string("general.type", "model");
   w.add_string("general.name", fs::path(o.model_dir).filename().string());
   if (a.gemma) check_gemma_pattern(a, arch.name);
-  if (a.rope == RopeVariant::yarn) check_yarn(a);
+  if (a.rope == RopeVariant::yarn) check_yarn(a, arch.name);
+  if (a.query_scale_beta > 0 && a.rope != RopeVariant::yarn)
+    throw Error("export-gguf: llama_4_scaling_beta: llama.cpp scales queries with yarn only");
   if (arch.name == "smollm3") check_nope_layers(a);
   if (arch.name == "olmo2" || arch.name == "exaone4") check_windows(a, arch.name);
   add_hparams(w, a, arch.name);

@@ -141,7 +141,12 @@ nlohmann::ordered_json rope_scaling_json(const RopeScaling& r) {
     j["low_freq_factor"] = r.low_freq_factor;
     j["original_max_position_embeddings"] = r.original_max_position_embeddings;
   }
-  if (r.type == "yarn") j["original_max_position_embeddings"] = r.original_max_position_embeddings;
+  if (r.type == "yarn") {
+    j["original_max_position_embeddings"] = r.original_max_position_embeddings;
+    if (r.mscale > 0) j["mscale"] = r.mscale;
+    if (r.mscale_all_dim > 0) j["mscale_all_dim"] = r.mscale_all_dim;
+  }
+  if (r.llama_4_scaling_beta > 0) j["llama_4_scaling_beta"] = r.llama_4_scaling_beta;
   if (r.type == "longrope") {
     j.erase("factor");
     j["long_factor"] = r.long_factor;
@@ -244,6 +249,14 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
                              ? "sliding_attention"
                              : "full_attention");
     j["layer_types"] = types;
+  }
+  if (c.model_type == "ministral3") {  // as transformers 5 writes it: the rope in rope_parameters
+    nlohmann::ordered_json rope = j["rope_scaling"];
+    rope["rope_theta"] = c.rope_theta;
+    j.erase("rope_scaling");
+    j.erase("rope_theta");
+    j["rope_parameters"] = rope;
+    j["sliding_window"] = nullptr;
   }
   if (c.architecture == "GraniteForCausalLM") {
     j["embedding_multiplier"] = c.embedding_multiplier;

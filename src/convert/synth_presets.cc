@@ -25,7 +25,8 @@ enum class Arch {
   smollm3,
   olmo2,
   olmo3,
-  exaone4
+  exaone4,
+  ministral3
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -253,6 +254,14 @@ constexpr Preset kPresets[] = {
      .rope_factor = 4.0,
      .rope_original_context = 32,
      .sliding_window = 8},
+    // Ministral 3: Mistral with yarn (frequency index 0 extrapolated, 1 half, 2-11 interpolated;
+    // attention factor 1 from mscale / mscale_all_dim) and queries scaled up past each multiple of
+    // the original context of 16 tokens.
+    {.name = "tiny-ministral3",
+     .arch = Arch::ministral3,
+     .rope = Rope::yarn,
+     .rope_factor = 16.0,
+     .rope_original_context = 16},
     // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
     // llama.cpp pads a small context to, so that its choice of factors can be matched).
     {.name = "tiny-phi3",
@@ -320,6 +329,11 @@ SynthOptions options_of(const Preset& p) {
       break;
     case Arch::olmo3:
       c.architecture = "Olmo3ForCausalLM", c.model_type = "olmo3";
+      break;
+    case Arch::ministral3:
+      c.architecture = "Ministral3ForCausalLM", c.model_type = "ministral3";
+      c.rope_scaling.mscale = c.rope_scaling.mscale_all_dim = 1.0;
+      c.rope_scaling.llama_4_scaling_beta = 0.1;
       break;
     case Arch::exaone4:
       c.architecture = "Exaone4ForCausalLM", c.model_type = "exaone4";

@@ -11,9 +11,9 @@
 
 #include "dq4/io/text_file.h"
 #include "dq4/kernels/error.h"
-#include "gemma3_text_config.h"
 #include "json_fields.h"
 #include "strict_json.h"
+#include "text_config.h"
 
 namespace dq4 {
 namespace {
@@ -58,6 +58,7 @@ RopeScaling parse_rope_scaling(const io::JsonFields& rope) {
   if (const double beta = positive_or_off(rope, "beta_fast"); beta > 0) r.beta_fast = beta;
   if (const double beta = positive_or_off(rope, "beta_slow"); beta > 0) r.beta_slow = beta;
   r.truncate = rope.boolean("truncate").value_or(true);
+  r.llama_4_scaling_beta = positive_or_off(rope, "llama_4_scaling_beta");
   return r;
 }
 
@@ -66,7 +67,7 @@ bool rope_key_read(std::string_view key) {
   for (const char* read :
        {"rope_type", "type", "factor", "low_freq_factor", "high_freq_factor",
         "original_max_position_embeddings", "short_factor", "long_factor", "attention_factor",
-        "mscale", "mscale_all_dim", "beta_fast", "beta_slow", "truncate"})
+        "mscale", "mscale_all_dim", "beta_fast", "beta_slow", "truncate", "llama_4_scaling_beta"})
     if (key == read) return true;
   return false;
 }
@@ -124,9 +125,10 @@ std::vector<int32_t> token_ids(const io::JsonFields& fields, std::string_view ke
 
 ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& file) {
   nlohmann::json json = io::parse_strict_json(config_json, file);
-  if (json.is_object() && json.value("architectures", nlohmann::json::array()) ==
-                              nlohmann::json::array({"Gemma3ForConditionalGeneration"}))
-    json = io::gemma3_text_config(json, file);
+  if (io::has_text_model(json))
+    io::lift_text_config(json, file);
+  else if (json.is_object())
+    io::add_type_defaults(json);
   const io::JsonFields fields(json, file, "");
   ModelConfig c;
 

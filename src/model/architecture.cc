@@ -303,7 +303,12 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   const std::string& arch = c.architecture;
   const bool qwen2_moe = arch == "Qwen2MoeForCausalLM", qwen3_moe = arch == "Qwen3MoeForCausalLM",
              mixtral = arch == "MixtralForCausalLM", olmoe = arch == "OlmoeForCausalLM";
-  const bool llama = arch == "LlamaForCausalLM", mistral = arch == "MistralForCausalLM" || mixtral,
+  // Mistral 3 (Mistral Small 3.x, Ministral 3): the text model of the multimodal checkpoint, or
+  // Ministral 3's alone.
+  const bool mistral3 =
+      arch == "Mistral3ForConditionalGeneration" || arch == "Ministral3ForCausalLM";
+  const bool llama = arch == "LlamaForCausalLM",
+             mistral = arch == "MistralForCausalLM" || mixtral || mistral3,
              qwen2 = arch == "Qwen2ForCausalLM" || qwen2_moe,
              qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe, gemma2 = arch == "Gemma2ForCausalLM",
              gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
@@ -319,7 +324,12 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
                "Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
                "MixtralForCausalLM, OlmoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
                "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM, "
-               "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM, Exaone4ForCausalLM)");
+               "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM, Exaone4ForCausalLM, "
+               "Mistral3ForConditionalGeneration (text), Ministral3ForCausalLM)");
+  if (arch == "Mistral3ForConditionalGeneration" && c.model_type != "mistral" &&
+      c.model_type != "ministral3")
+    refuse(file, "text_config.model_type",
+           "'" + c.model_type + "' is not supported (dq4 runs mistral and ministral3)");
   const auto own_key = [&](std::string_view key) {
     return ((gemma2 || gemma3) && gemma_key(key)) || (granite && granite_key(key)) ||
            (smollm3 && smollm3_key(key));
@@ -340,6 +350,15 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   if (!gemma2 && !gemma3 && c.hidden_act != "silu")
     refuse(file, activation_key(c), "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
   check_rope(c, file, a);
+  if (c.rope_scaling.llama_4_scaling_beta > 0) {
+    if (!mistral3 || c.model_type != "ministral3")
+      refuse(file, "llama_4_scaling_beta", "scales the queries of Ministral 3 models only");
+    if (c.rope_scaling.original_max_position_embeddings <= 0)
+      refuse(file, "original_max_position_embeddings",
+             "llama_4_scaling_beta needs the original context");
+    a.query_scale_beta = c.rope_scaling.llama_4_scaling_beta;
+    a.query_scale_context = c.rope_scaling.original_max_position_embeddings;
+  }
   if (!gemma3 && !olmo3 && c.rope_local_base_freq > 0 && c.rope_local_base_freq != c.rope_theta)
     refuse(file, "rope_local_base_freq",
            "a rope base of the sliding layers' own runs for Gemma 3 and OLMo 3 only");
@@ -385,7 +404,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   if (gemma2 || gemma3) configure_gemma(c, file, gemma3, sliding, a);
   if (olmo3) configure_olmo3(c, file, sliding, a);
   if (exaone4) configure_exaone4(c, file, sliding, a);
-  if (arch == "Gemma3ForConditionalGeneration")
+  if (arch == "Gemma3ForConditionalGeneration" || arch == "Mistral3ForConditionalGeneration")
     a.name_text_model("language_model.model.", "language_model.lm_head");
   else
     a.name_text_model("model.", "lm_head");
@@ -408,10 +427,10 @@ Architecture Architecture::read(const std::string& model_dir) {
 Architecture Architecture::read(const ModelConfig& config, const Checkpoint& checkpoint) {
   check_layer_count(config, checkpoint);
   Architecture a = from_config(config, checkpoint.dir() + "/config.json");
-  // Gemma 3 multimodal checkpoints: transformers before 4.52 wrote the text model under
+  // Multimodal checkpoints: transformers before 4.52 wrote the text model under
   // language_model.model. (its head language_model.lm_head), later versions under
   // model.language_model. (its head lm_head); the checkpoint's names tell which.
-  if (a.config.architecture == "Gemma3ForConditionalGeneration" &&
+  if (a.prefix == "language_model.model." &&
       checkpoint.find("model.language_model.embed_tokens.weight") != nullptr)
     a.name_text_model("model.language_model.", "lm_head");
   // Layers past the config's count would be left out silently (vLLM and llama.cpp refuse them).

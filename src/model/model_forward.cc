@@ -214,6 +214,13 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
           for (int64_t hd = 0; hd < c.num_key_value_heads; ++hd)
             ops::rope(k + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
         }
+        if (arch.query_scale_beta > 0) {  // Ministral 3, in f32 as transformers computes it
+          const float periods = std::floor(static_cast<float>(row_position[r]) /
+                                           static_cast<float>(arch.query_scale_context));
+          const float scale =
+              1.0f + static_cast<float>(arch.query_scale_beta) * std::log(1.0f + periods);
+          for (int64_t i = 0; i < q_cols; ++i) q[i] *= scale;
+        }
         store_kv(cache, li, batch[static_cast<size_t>(row_sequence[r])].block_table,
                  row_position[r], k, k + kv_cols);
       }

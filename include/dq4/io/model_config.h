@@ -26,6 +26,8 @@ struct RopeScaling {
   double attention_factor = 0, mscale = 0, mscale_all_dim = 0;
   double beta_fast = 32, beta_slow = 1;
   bool truncate = true;
+  // Ministral 3: queries scaled by 1 + beta ln(1 + floor(position / original context)); 0 = none.
+  double llama_4_scaling_beta = 0;
   std::vector<std::string> other_keys;  // keys dq4 does not read (the model layer refuses them)
 };
 
@@ -84,8 +86,9 @@ struct ModelConfig {
   std::vector<int64_t> no_rope_layers;
   int64_t no_rope_layer_interval = 0;
 
-  // Parses config.json text; `file` names it in messages. Gemma3ForConditionalGeneration's
-  // text_config is read as the model (the vision tower is not run), Gemma 3's defaults filled in.
+  // Parses config.json text; `file` names it in messages. A Gemma3ForConditionalGeneration's or
+  // Mistral3ForConditionalGeneration's text_config is read as the model (the vision tower is not
+  // run); transformers' defaults of Gemma 3, Mistral and Ministral 3 text configs filled in.
   // Throws dq4::Error naming the file and the field for a missing or ill-typed field.
   static ModelConfig parse(std::string_view config_json, const std::string& file);
   static ModelConfig read(const std::string& model_dir);  // model_dir/config.json

@@ -98,12 +98,17 @@ struct Architecture {
   // context times the factor where that is longer (as vLLM).
   int64_t context_length = 0;
 
+  // Ministral 3 (llama_4_scaling_beta): each query, after its rotation, times
+  // 1 + beta ln(1 + floor(position / context)), context the rope's original one; beta 0 = none.
+  double query_scale_beta = 0;
+  int64_t query_scale_context = 0;
+
   // Granite: embeddings times embedding_multiplier (in the table's dtype), each layer's attention
   // and MLP outputs times residual_multiplier before they are added to the residual stream, the
   // logits divided by logits_scaling; 1 elsewhere.
   float embedding_multiplier = 1.0f, residual_multiplier = 1.0f, logits_divisor = 1.0f;
 
-  // The text model's tensors: "model.", or for Gemma 3 multimodal checkpoints
+  // The text model's tensors: "model.", or for multimodal checkpoints (Gemma 3, Mistral 3)
   // "language_model.model." (older transformers) or "model.language_model." (newer).
   std::string prefix = "model.";
 
@@ -115,7 +120,7 @@ struct Architecture {
   // Throws dq4::Error naming the config file's field for an architecture, activation, rope type
   // or other setting dq4 does not run; `file` names config.json in messages.
   static Architecture from_config(const ModelConfig& config, const std::string& file);
-  // model_dir/config.json, and for Gemma 3 multimodal checkpoints the names of the checkpoint
+  // model_dir/config.json, and for multimodal checkpoints the names of the checkpoint
   // there (which prefix its text model is under).
   static Architecture read(const std::string& model_dir);
   // The same from model_dir's config and checkpoint, already read and opened.
