@@ -502,6 +502,24 @@ TEST(Architecture, Mistral3TextModels) {
   expect_error([&] { architecture(m); }, {"llama_4_scaling_beta", "Ministral 3"});
 }
 
+// Ernie 4.5: Llama's modules with interleaved rope pairs; use_bias gives every linear module but
+// the head a bias.
+TEST(Architecture, Ernie45InterleavedRopeAndOneBiasSwitch) {
+  nlohmann::json c = stories_config();
+  c["architectures"] = {"Ernie4_5ForCausalLM"};
+  c["model_type"] = "ernie4_5";
+  c["use_bias"] = false;
+  Architecture a = architecture(c);
+  EXPECT_TRUE(a.rope_interleaved);
+  EXPECT_FALSE(a.qkv_bias || a.o_bias);
+  c["use_bias"] = true;
+  a = architecture(c);
+  const LayerModules l = a.layer(1);
+  EXPECT_TRUE(l.attention_input[0].has_bias && l.attention_output.has_bias);
+  EXPECT_TRUE(l.mlp_input[1].has_bias && l.mlp_output.has_bias);
+  EXPECT_FALSE(architecture(stories_config()).rope_interleaved);
+}
+
 // SmolLM3: no_rope_layers' 1 means the layer rotates (the name notwithstanding), 0 that it is NoPE.
 TEST(Architecture, SmolLM3NoPELayers) {
   nlohmann::json c = stories_config();  // 5 layers

@@ -57,6 +57,8 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Olmo2ForCausalLM" || c.architecture == "Olmo3ForCausalLM")
     return {"olmo2", false};
   if (c.architecture == "Exaone4ForCausalLM") return {"exaone4", false};
+  // Interleaved pairs as llama.cpp rotates them: no permutation.
+  if (c.architecture == "Ernie4_5ForCausalLM") return {"ernie4_5", false};
   if (c.architecture == "Mistral3ForConditionalGeneration" ||
       c.architecture == "Ministral3ForCausalLM")
     return {"mistral3", true};
@@ -422,6 +424,8 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     throw Error("export-gguf: llama_4_scaling_beta: llama.cpp scales queries with yarn only");
   if (arch.name == "smollm3") check_nope_layers(a);
   if (arch.name == "olmo2" || arch.name == "exaone4") check_windows(a, arch.name);
+  if (arch.name == "ernie4_5" && c.mlp_bias)
+    throw Error("export-gguf: use_bias: llama.cpp's ernie4_5 has no MLP biases");
   add_hparams(w, a, arch.name);
 
   // Float tensors of a quantized checkpoint keep their dtype (1-D ones become F32, as the script

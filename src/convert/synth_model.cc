@@ -189,6 +189,10 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     j["attention_bias"] = c.attention_bias;
   j["attention_dropout"] = 0.0;
   if (c.architecture == "LlamaForCausalLM") j["mlp_bias"] = c.mlp_bias;
+  if (c.architecture == "Ernie4_5ForCausalLM") {  // one switch for every bias
+    j.erase("attention_bias");
+    j["use_bias"] = c.attention_bias;
+  }
   if (qwen) {
     // As transformers writes Qwen configs: the window (when on) from max_window_layers on, and
     // each layer's type.

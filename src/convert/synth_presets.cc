@@ -26,7 +26,8 @@ enum class Arch {
   olmo2,
   olmo3,
   exaone4,
-  ministral3
+  ministral3,
+  ernie4_5
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -262,6 +263,8 @@ constexpr Preset kPresets[] = {
      .rope = Rope::yarn,
      .rope_factor = 16.0,
      .rope_original_context = 16},
+    // Ernie 4.5 (0.3B's form): Llama with interleaved rope pairs and tied embeddings.
+    {.name = "tiny-ernie4_5", .arch = Arch::ernie4_5, .tied = true},
     // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
     // llama.cpp pads a small context to, so that its choice of factors can be matched).
     {.name = "tiny-phi3",
@@ -334,6 +337,9 @@ SynthOptions options_of(const Preset& p) {
       c.architecture = "Ministral3ForCausalLM", c.model_type = "ministral3";
       c.rope_scaling.mscale = c.rope_scaling.mscale_all_dim = 1.0;
       c.rope_scaling.llama_4_scaling_beta = 0.1;
+      break;
+    case Arch::ernie4_5:
+      c.architecture = "Ernie4_5ForCausalLM", c.model_type = "ernie4_5";
       break;
     case Arch::exaone4:
       c.architecture = "Exaone4ForCausalLM", c.model_type = "exaone4";

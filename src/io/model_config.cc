@@ -242,6 +242,9 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
                          .value_or(c.architecture == "Qwen2ForCausalLM" ||
                                    c.architecture == "Qwen2MoeForCausalLM");
   c.mlp_bias = fields.boolean("mlp_bias").value_or(false);
+  // Ernie 4.5: one switch for the biases of every linear module but the head.
+  if (c.architecture == "Ernie4_5ForCausalLM")
+    c.attention_bias = c.mlp_bias = fields.boolean("use_bias").value_or(false);
   c.attn_logit_softcapping = positive_or_off(fields, "attn_logit_softcapping");
   c.final_logit_softcapping = positive_or_off(fields, "final_logit_softcapping");
   c.query_pre_attn_scalar = positive_or_off(fields, "query_pre_attn_scalar");

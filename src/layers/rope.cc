@@ -1,4 +1,5 @@
-// Rotary position embedding, Hugging Face rotate_half layout (dq4/ops.h).
+// Rotary position embedding, Hugging Face's rotate_half layout and the interleaved one
+// (dq4/ops.h).
 
 #include <cmath>
 
@@ -23,6 +24,18 @@ void rope(float* x, int64_t heads, int64_t half, const float* cos_a, const float
       const float a = v[i], b = v[i + half];
       v[i] = a * cos_a[i] - b * sin_a[i];
       v[i + half] = b * cos_a[i] + a * sin_a[i];
+    }
+  }
+}
+
+void rope_interleaved(float* x, int64_t heads, int64_t half, const float* cos_a,
+                      const float* sin_a) {
+  for (int64_t h = 0; h < heads; ++h) {
+    float* v = x + h * 2 * half;
+    for (int64_t i = 0; i < half; ++i) {
+      const float a = v[2 * i], b = v[2 * i + 1];
+      v[2 * i] = a * cos_a[i] - b * sin_a[i];
+      v[2 * i + 1] = b * cos_a[i] + a * sin_a[i];
     }
   }
 }

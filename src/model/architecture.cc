@@ -314,10 +314,11 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
              phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM",
              smollm3 = arch == "SmolLM3ForCausalLM", olmo3 = arch == "Olmo3ForCausalLM",
-             olmo2 = arch == "Olmo2ForCausalLM" || olmo3, exaone4 = arch == "Exaone4ForCausalLM";
+             olmo2 = arch == "Olmo2ForCausalLM" || olmo3, exaone4 = arch == "Exaone4ForCausalLM",
+             ernie = arch == "Ernie4_5ForCausalLM";
   const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
   if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite &&
-      !smollm3 && !olmo2 && !exaone4)
+      !smollm3 && !olmo2 && !exaone4 && !ernie)
     refuse(file, "architectures",
            "'" + arch +
                "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
@@ -325,7 +326,8 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
                "MixtralForCausalLM, OlmoeForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, "
                "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM, "
                "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM, Exaone4ForCausalLM, "
-               "Mistral3ForConditionalGeneration (text), Ministral3ForCausalLM)");
+               "Mistral3ForConditionalGeneration (text), Ministral3ForCausalLM, "
+               "Ernie4_5ForCausalLM)");
   if (arch == "Mistral3ForConditionalGeneration" && c.model_type != "mistral" &&
       c.model_type != "ministral3")
     refuse(file, "text_config.model_type",
@@ -365,6 +367,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   a.qk_norm = qwen3 || olmoe || olmo2 || exaone4;
   a.qk_norm_whole = olmoe || olmo2;
   a.post_norms = olmo2 || exaone4;
+  a.rope_interleaved = ernie;
   // Qwen2's q/k/v always have biases and its o_proj never has one, whatever attention_bias says.
   a.qkv_bias = qwen2 || c.attention_bias;
   a.o_bias = !qwen2 && c.attention_bias;

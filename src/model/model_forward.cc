@@ -209,10 +209,11 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
         // Each head's first rotary_dim values (all of them but for Phi-3's partial rotary;
         // none in NoPE layers).
         if (rotates) {
+          const auto rotate = arch.rope_interleaved ? ops::rope_interleaved : ops::rope;
           for (int64_t hd = 0; hd < c.num_attention_heads; ++hd)
-            ops::rope(q + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
+            rotate(q + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
           for (int64_t hd = 0; hd < c.num_key_value_heads; ++hd)
-            ops::rope(k + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
+            rotate(k + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
         }
         if (arch.query_scale_beta > 0) {  // Ministral 3, in f32 as transformers computes it
           const float periods = std::floor(static_cast<float>(row_position[r]) /

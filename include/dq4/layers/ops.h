@@ -17,6 +17,10 @@ void rms_norm(const float* x, int64_t rows, int64_t cols, int64_t ldx, const flo
 // (x[i], x[i + half]) <- (x[i] cos a - x[i + half] sin a, x[i + half] cos a + x[i] sin a).
 void rope_angles(int64_t position, const float* inv_freq, int64_t half, float* cos_a, float* sin_a);
 void rope(float* x, int64_t heads, int64_t half, const float* cos_a, const float* sin_a);
+// The same rotation with each pair adjacent (GLM's and Ernie 4.5's interleaved layout):
+// (x[2i], x[2i + 1]) <- (x[2i] cos a - x[2i + 1] sin a, x[2i + 1] cos a + x[2i] sin a).
+void rope_interleaved(float* x, int64_t heads, int64_t half, const float* cos_a,
+                      const float* sin_a);
 
 // out[r][i] = silu(gate[r][i]) * up[r][i], silu(g) = g / (1 + exp(-g)); `gate_up` holds the gate
 // in its first `cols` columns and up in the next `cols` (one fused Linear's output).
