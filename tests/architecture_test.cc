@@ -497,6 +497,9 @@ TEST(Architecture, Mistral3TextModels) {
   expect_error([&] { architecture(m); }, {"original_max_position_embeddings"});
   m["rope_parameters"]["original_max_position_embeddings"] = 64;
   EXPECT_EQ(architecture(m).query_scale_beta, 0.5);
+  m["rope_parameters"]["llama_4_scaling_beta"] = 1e308;
+  expect_error([&] { architecture(m); }, {"llama_4_scaling_beta", "range of a float"});
+  m["rope_parameters"]["llama_4_scaling_beta"] = 0.5;
   m["architectures"] = {"MistralForCausalLM"};
   m["model_type"] = "mistral";
   expect_error([&] { architecture(m); }, {"llama_4_scaling_beta", "Ministral 3"});

@@ -102,6 +102,10 @@ TEST(ModelConfig, ErrorsNameTheField) {
       {"num_key_value_heads", 3, "does not divide"},
       {"rms_norm_eps", -1.0, "rms_norm_eps"},
       {"tie_word_embeddings", "yes", "tie_word_embeddings: expected true or false"},
+      // f32 frequencies from a base f32 cannot hold would make every rotation NaN.
+      {"rope_theta", 1e-300, "rope_theta: must be a positive number in float's range"},
+      {"rope_theta", 1e39, "rope_theta: must be a positive number in float's range"},
+      {"rope_local_base_freq", 1e-300, "rope_local_base_freq: must be a positive number"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.key);

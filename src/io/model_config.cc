@@ -177,7 +177,10 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
       if (!rope_key_read(key) && !value.is_null())
         c.rope_scaling.other_keys.push_back("rope_scaling." + key);
   }
-  if (!(c.rope_theta > 0)) fields.fail("rope_theta", "must be positive");
+  // The frequencies are computed in f32: a base f32 rounds to 0 or infinity would make them
+  // infinite, and every rotation NaN.
+  if (!(c.rope_theta > 0) || !std::isnormal(static_cast<float>(c.rope_theta)))
+    fields.fail("rope_theta", "must be a positive number in float's range");
   // Gemma's MLP runs hidden_activation (its configs also carry a hidden_act); no other family
   // writes that key.
   c.hidden_act =
@@ -252,6 +255,8 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   if (const double base = positive_or_off(fields, "rope_local_base_freq");
       c.rope_local_base_freq == 0)
     c.rope_local_base_freq = base;
+  if (c.rope_local_base_freq > 0 && !std::isnormal(static_cast<float>(c.rope_local_base_freq)))
+    fields.fail("rope_local_base_freq", "must be a positive number in float's range");
   c.embedding_multiplier = positive_or_off(fields, "embedding_multiplier");
   c.attention_multiplier = positive_or_off(fields, "attention_multiplier");
   c.residual_multiplier = positive_or_off(fields, "residual_multiplier");

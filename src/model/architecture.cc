@@ -358,6 +358,8 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
     if (c.rope_scaling.original_max_position_embeddings <= 0)
       refuse(file, "original_max_position_embeddings",
              "llama_4_scaling_beta needs the original context");
+    if (!std::isfinite(static_cast<float>(c.rope_scaling.llama_4_scaling_beta)))
+      refuse(file, "llama_4_scaling_beta", "out of the range of a float");
     a.query_scale_beta = c.rope_scaling.llama_4_scaling_beta;
     a.query_scale_context = c.rope_scaling.original_max_position_embeddings;
   }
