@@ -220,6 +220,8 @@ TEST(Architecture, GemmaWindowsScalesAndNorms) {
   // Local layers: base 10000, unscaled; global ones: rope_theta with the linear factor.
   EXPECT_EQ(g3.local_rope_inv_freq()[1], 1.0f / std::pow(10000.0f, 2.0f / 8.0f));
   EXPECT_EQ(g3.rope_inv_freq()[1], 1.0f / std::pow(1000000.0f, 2.0f / 8.0f) / 8.0f);
+  // Gemma 3's is the scaled context already (vLLM).
+  EXPECT_EQ(g3.context_length, text["max_position_embeddings"].get<int64_t>());
   expect_error(
       [&] {
         architecture({{"architectures", {"Gemma3ForConditionalGeneration"}}});
@@ -281,8 +283,10 @@ TEST(Architecture, Llama3RopeScalingFollowsTransformers) {
     EXPECT_NEAR(inv[i], want, 2e-6 * want) << i;
   }
   c["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
-  const std::vector<float> linear = architecture(c).rope_inv_freq();
-  EXPECT_NEAR(linear[1], 1.0 / std::pow(500000.0, 2.0 / 64) / 4, 1e-7);
+  const Architecture a = architecture(c);
+  EXPECT_NEAR(a.rope_inv_freq()[1], 1.0 / std::pow(500000.0, 2.0 / 64) / 4, 1e-7);
+  // The context linear scaling stretches to, as vLLM.
+  EXPECT_EQ(a.context_length, 4 * c["max_position_embeddings"].get<int64_t>());
 }
 
 TEST(Architecture, GraniteMultipliers) {

@@ -73,6 +73,13 @@ std::vector<bool> sliding_layers(const ModelConfig& c, const std::string& file) 
   return sliding;
 }
 
+// The context as vLLM derives it from a rope scaling, where longer than max_position_embeddings.
+void extend_context(double extended, Architecture& a) {
+  if (extended > static_cast<double>(a.context_length))
+    a.context_length =
+        extended >= static_cast<double>(INT32_MAX) ? INT32_MAX : static_cast<int64_t>(extended);
+}
+
 // YaRN as transformers computes it: the original context from rope_scaling (else
 // max_position_embeddings), the factor given (else the ratio of the two contexts), the attention
 // factor given or 1 + 0.1 ln(factor) (a ratio of two such terms where mscale and mscale_all_dim are
@@ -112,10 +119,7 @@ void configure_yarn(const ModelConfig& c, const std::string& file, Architecture&
   low = std::max(low, 0.0), high = std::min(high, dim - 1);
   if (low == high) high += 0.001;  // as transformers: no division by zero
   a.yarn = {.original_context = original, .factor = factor, .low = low, .high = high};
-  const double extended = static_cast<double>(original) * factor;
-  if (extended > static_cast<double>(c.max_position_embeddings))
-    a.context_length =
-        extended >= static_cast<double>(INT32_MAX) ? INT32_MAX : static_cast<int64_t>(extended);
+  extend_context(static_cast<double>(original) * factor, a);
 }
 
 void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) {
@@ -127,6 +131,9 @@ void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) 
   } else if (r.type == "linear") {
     if (!(r.factor > 0)) refuse(file, "rope_scaling.factor", "must be positive");
     a.rope = RopeVariant::linear;
+    // Gemma 3's max_position_embeddings is the scaled context already (vLLM).
+    if (!c.architecture.starts_with("Gemma3"))
+      extend_context(static_cast<double>(c.max_position_embeddings) * r.factor, a);
   } else if (r.type == "llama3") {
     if (!(r.factor > 0)) refuse(file, "rope_scaling.factor", "must be positive");
     if (r.original_max_position_embeddings <= 0)

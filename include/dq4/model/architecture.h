@@ -96,8 +96,9 @@ struct Architecture {
     int64_t original_context = 0;
     double factor = 1, low = 0, high = 0;
   } yarn;
-  // The longest sequence the model runs: max_position_embeddings, or with yarn the original
-  // context times the factor where that is longer (as vLLM).
+  // The longest sequence the model runs: max_position_embeddings, or where longer (as vLLM) with
+  // yarn the original context times the factor, with linear scaling (but Gemma 3's)
+  // max_position_embeddings times the factor.
   int64_t context_length = 0;
 
   // Ministral 3 (llama_4_scaling_beta): each query, after its rotation, times
