@@ -527,6 +527,37 @@ TEST(Architecture, Ernie45InterleavedRopeAndOneBiasSwitch) {
   EXPECT_FALSE(architecture(stories_config()).rope_interleaved);
 }
 
+// GLM-4 (0414): Gemma's sandwich of norms under GLM's names (post_attention_layernorm is the MLP's
+// input norm, as in Glm4DecoderLayer), half of each head rotated in interleaved pairs by
+// Glm4Config's defaults, q/k/v biases but none on o_proj, gate_up_proj fused without biases.
+TEST(Architecture, Glm4NormsRopeAndBiases) {
+  nlohmann::json c = stories_config();  // head_dim 8
+  c["architectures"] = {"Glm4ForCausalLM"};
+  c["model_type"] = "glm4";
+  c.erase("attention_bias");
+  const Architecture a = architecture(c);
+  EXPECT_TRUE(a.rope_interleaved && a.post_norms && !a.gemma);
+  EXPECT_EQ(a.rotary_dim, 4);
+  EXPECT_TRUE(a.qkv_bias);
+  EXPECT_FALSE(a.o_bias);
+  const LayerModules l = a.layer(1);
+  EXPECT_EQ(l.input_norm, "model.layers.1.input_layernorm.weight");
+  EXPECT_EQ(l.post_attention_norm, "model.layers.1.post_self_attn_layernorm.weight");
+  EXPECT_EQ(l.pre_feedforward_norm, "model.layers.1.post_attention_layernorm.weight");
+  EXPECT_EQ(l.post_feedforward_norm, "model.layers.1.post_mlp_layernorm.weight");
+  ASSERT_EQ(l.mlp_input.size(), 1u);
+  EXPECT_EQ(l.mlp_input[0].name, "model.layers.1.mlp.gate_up_proj");
+  EXPECT_EQ(l.mlp_input[0].out_features, 2 * c["intermediate_size"].get<int64_t>());
+  EXPECT_FALSE(l.mlp_input[0].has_bias || l.attention_output.has_bias);
+  EXPECT_TRUE(l.attention_input[2].has_bias);
+  c["partial_rotary_factor"] = 1.0;
+  EXPECT_EQ(architecture(c).rotary_dim, 8);
+  c.erase("partial_rotary_factor");  // transformers 5: inside rope_parameters
+  c["rope_parameters"] = {
+      {"rope_type", "default"}, {"rope_theta", 1e4}, {"partial_rotary_factor", 0.25}};
+  EXPECT_EQ(architecture(c).rotary_dim, 2);
+}
+
 // SmolLM3: no_rope_layers' 1 means the layer rotates (the name notwithstanding), 0 that it is NoPE.
 TEST(Architecture, SmolLM3NoPELayers) {
   nlohmann::json c = stories_config();  // 5 layers

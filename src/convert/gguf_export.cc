@@ -59,6 +59,7 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Exaone4ForCausalLM") return {"exaone4", false};
   // Interleaved pairs as llama.cpp rotates them: no permutation.
   if (c.architecture == "Ernie4_5ForCausalLM") return {"ernie4_5", false};
+  if (c.architecture == "Glm4ForCausalLM") return {"glm4", false};
   if (c.architecture == "Mistral3ForConditionalGeneration" ||
       c.architecture == "Ministral3ForCausalLM")
     return {"mistral3", true};

@@ -268,6 +268,7 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     j["residual_multiplier"] = c.residual_multiplier;
     j["logits_scaling"] = c.logits_scaling;
   }
+  if (c.architecture == "Glm4ForCausalLM") j["partial_rotary_factor"] = c.partial_rotary_factor;
   if (c.architecture == "Phi3ForCausalLM") {
     j["partial_rotary_factor"] = c.partial_rotary_factor;
     j["original_max_position_embeddings"] = c.original_max_position_embeddings;

@@ -27,7 +27,8 @@ enum class Arch {
   olmo3,
   exaone4,
   ministral3,
-  ernie4_5
+  ernie4_5,
+  glm4
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -265,6 +266,9 @@ constexpr Preset kPresets[] = {
      .rope_original_context = 16},
     // Ernie 4.5 (0.3B's form): Llama with interleaved rope pairs and tied embeddings.
     {.name = "tiny-ernie4_5", .arch = Arch::ernie4_5, .tied = true},
+    // GLM-4 (0414): norms before and after each sublayer, half of each head rotated in interleaved
+    // pairs, q/k/v biases, fused gate_up_proj.
+    {.name = "tiny-glm4", .arch = Arch::glm4},
     // Phi-3: fused qkv and gate_up, partial rotary (3/4), longrope (original context 256: what
     // llama.cpp pads a small context to, so that its choice of factors can be matched).
     {.name = "tiny-phi3",
@@ -337,6 +341,11 @@ SynthOptions options_of(const Preset& p) {
       c.architecture = "Ministral3ForCausalLM", c.model_type = "ministral3";
       c.rope_scaling.mscale = c.rope_scaling.mscale_all_dim = 1.0;
       c.rope_scaling.llama_4_scaling_beta = 0.1;
+      break;
+    case Arch::glm4:
+      c.architecture = "Glm4ForCausalLM", c.model_type = "glm4";
+      c.attention_bias = true;
+      c.partial_rotary_factor = 0.5;
       break;
     case Arch::ernie4_5:
       c.architecture = "Ernie4_5ForCausalLM", c.model_type = "ernie4_5";

@@ -57,7 +57,16 @@ const nlohmann::json& type_defaults(const std::string& model_type) {
                                               {"mscale_all_dim", 1.0},
                                               {"mscale", 1.0},
                                               {"llama_4_scaling_beta", 0.1}}}};
+  // Glm4Config's: half of each head rotated, q/k/v biases.
+  static const nlohmann::json glm4 = {{"partial_rotary_factor", 0.5},
+                                      {"attention_bias", true},
+                                      {"head_dim", 128},
+                                      {"hidden_act", "silu"},
+                                      {"max_position_embeddings", 131072},
+                                      {"rms_norm_eps", 1.5625e-07},
+                                      {"tie_word_embeddings", false}};
   if (model_type == "gemma3_text") return gemma3;
+  if (model_type == "glm4") return glm4;
   if (model_type == "mistral") return mistral;
   if (model_type == "ministral3") return ministral3;
   return none;
@@ -99,6 +108,10 @@ void add_type_defaults(nlohmann::json& config) {
     // A config with its own rope keeps it whole (transformers 4 writes rope_theta beside
     // rope_scaling, transformers 5 inside rope_parameters).
     if (key == "rope_parameters" && rope_given) continue;
+    // transformers 5 writes partial_rotary_factor inside rope_parameters.
+    if (const auto rope = config.find("rope_parameters");
+        rope != config.end() && rope->is_object() && rope->contains(key))
+      continue;
     config[key] = value;
   }
 }

@@ -165,8 +165,10 @@ void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) 
       refuse(file, std::string("rope_scaling.") + key,
              "is a setting of rope_type 'yarn', not of '" + r.type + "'");
   }
-  if (c.partial_rotary_factor != 1.0 && c.architecture != "Phi3ForCausalLM")
-    refuse(file, "partial_rotary_factor", "dq4 rotates whole heads only (1.0) but for Phi-3");
+  if (c.partial_rotary_factor != 1.0 && c.architecture != "Phi3ForCausalLM" &&
+      c.architecture != "Glm4ForCausalLM")
+    refuse(file, "partial_rotary_factor",
+           "dq4 rotates whole heads only (1.0) but for Phi-3 and GLM-4");
   if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))
     refuse(file, "partial_rotary_factor", "must be in (0, 1]");
   a.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
@@ -322,10 +324,10 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM",
              smollm3 = arch == "SmolLM3ForCausalLM", olmo3 = arch == "Olmo3ForCausalLM",
              olmo2 = arch == "Olmo2ForCausalLM" || olmo3, exaone4 = arch == "Exaone4ForCausalLM",
-             ernie = arch == "Ernie4_5ForCausalLM";
+             ernie = arch == "Ernie4_5ForCausalLM", glm4 = arch == "Glm4ForCausalLM";
   const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
   if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite &&
-      !smollm3 && !olmo2 && !exaone4 && !ernie)
+      !smollm3 && !olmo2 && !exaone4 && !ernie && !glm4)
     refuse(file, "architectures",
            "'" + arch +
                "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
@@ -334,7 +336,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
                "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM, "
                "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM, Exaone4ForCausalLM, "
                "Mistral3ForConditionalGeneration (text), Ministral3ForCausalLM, "
-               "Ernie4_5ForCausalLM)");
+               "Ernie4_5ForCausalLM, Glm4ForCausalLM)");
   if (arch == "Mistral3ForConditionalGeneration" && c.model_type != "mistral" &&
       c.model_type != "ministral3")
     refuse(file, "text_config.model_type",
@@ -375,11 +377,11 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
            "a rope base of the sliding layers' own runs for Gemma 3 and OLMo 3 only");
   a.qk_norm = qwen3 || olmoe || olmo2 || exaone4;
   a.qk_norm_whole = olmoe || olmo2;
-  a.post_norms = olmo2 || exaone4;
-  a.rope_interleaved = ernie;
+  a.post_norms = olmo2 || exaone4 || glm4;
+  a.rope_interleaved = ernie || glm4;
   // Qwen2's q/k/v always have biases and its o_proj never has one, whatever attention_bias says.
   a.qkv_bias = qwen2 || c.attention_bias;
-  a.o_bias = !qwen2 && c.attention_bias;
+  a.o_bias = !qwen2 && !glm4 && c.attention_bias;
   a.attention_scale = static_cast<float>(1.0 / std::sqrt(static_cast<float>(c.head_dim)));
   if (granite) {
     // transformers' GraniteConfig defaults every multiplier to 1 (the attention's too).
@@ -501,11 +503,17 @@ LayerModules Architecture::layer(int64_t index) const {
   const int64_t kv_features = c.num_key_value_heads * c.head_dim;
   const std::string prefix = this->prefix + "layers." + std::to_string(index) + ".";
   LayerModules m;
-  const bool inputs_raw = post_norms && !gemma;  // OLMo, EXAONE 4: no sublayer input norms
+  const bool glm4 = config.architecture == "Glm4ForCausalLM";
+  const bool inputs_raw = post_norms && !gemma && !glm4;  // OLMo, EXAONE 4: no input norms
   if (!inputs_raw) m.input_norm = prefix + "input_layernorm.weight";
   m.post_attention_norm = prefix + "post_attention_layernorm.weight";
   if (gemma) m.pre_feedforward_norm = prefix + "pre_feedforward_layernorm.weight";
   if (post_norms) m.post_feedforward_norm = prefix + "post_feedforward_layernorm.weight";
+  if (glm4) {  // Gemma's four norms under other names, post_attention_layernorm the MLP's input
+    m.post_attention_norm = prefix + "post_self_attn_layernorm.weight";
+    m.pre_feedforward_norm = prefix + "post_attention_layernorm.weight";
+    m.post_feedforward_norm = prefix + "post_mlp_layernorm.weight";
+  }
   if (qk_norm) {
     m.q_norm = prefix + "self_attn.q_norm.weight";
     m.k_norm = prefix + "self_attn.k_norm.weight";
@@ -524,6 +532,11 @@ LayerModules Architecture::layer(int64_t index) const {
   m.attention_input = {{prefix + "self_attn.q_proj", q_features, c.hidden_size, bias},
                        {prefix + "self_attn.k_proj", kv_features, c.hidden_size, bias},
                        {prefix + "self_attn.v_proj", kv_features, c.hidden_size, bias}};
+  if (glm4) {  // Phi-3's fused gate_up_proj, gate first, without biases
+    m.mlp_input = {{prefix + "mlp.gate_up_proj", 2 * c.intermediate_size, c.hidden_size, false}};
+    m.mlp_output = {prefix + "mlp.down_proj", c.hidden_size, c.intermediate_size, false};
+    return m;
+  }
   const auto mlp = [&](const std::string& p, int64_t inter, std::vector<LinearModule>& input,
                        LinearModule& output) {
     input = {{p + "gate_proj", inter, c.hidden_size, c.mlp_bias},
