@@ -360,6 +360,7 @@ TEST(Architecture, Olmo2PostNorms) {
 TEST(Architecture, Olmo3WindowsAndSlidingRope) {
   nlohmann::json c = stories_config();  // 5 layers
   c["architectures"] = {"Olmo3ForCausalLM"};
+  c["model_type"] = "olmo3";
   c["rope_scaling"] = {{"rope_type", "yarn"},
                        {"factor", 8.0},
                        {"original_max_position_embeddings", 64},
@@ -411,6 +412,7 @@ TEST(Architecture, Olmo3WindowsAndSlidingRope) {
 TEST(Architecture, Exaone4WindowsAndNoPELayers) {
   nlohmann::json c = stories_config();  // 5 layers
   c["architectures"] = {"Exaone4ForCausalLM"};
+  c["model_type"] = "exaone4";
   Architecture a = architecture(c);
   EXPECT_TRUE(a.post_norms && a.qk_norm && !a.qk_norm_whole);
   EXPECT_TRUE(a.layer(1).input_norm.empty());

@@ -177,8 +177,8 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
       if (!rope_key_read(key) && !value.is_null())
         c.rope_scaling.other_keys.push_back("rope_scaling." + key);
   }
-  // The frequencies are computed in f32: a base f32 rounds to 0 or infinity would make them
-  // infinite, and every rotation NaN.
+  // The frequencies are computed in f32: a base that f32 rounds to 0 or infinity would make them
+  // infinite or NaN, and so every rotation.
   if (!(c.rope_theta > 0) || !std::isnormal(static_cast<float>(c.rope_theta)))
     fields.fail("rope_theta", "must be a positive number in float's range");
   // Gemma's MLP runs hidden_activation (its configs also carry a hidden_act); no other family
@@ -193,11 +193,6 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     const auto window = fields.integer("sliding_window");
     if (window) c.sliding_window = positive(fields, "sliding_window", *window);
   }
-  // OLMo 3's and EXAONE 4's window where the config leaves the key out (transformers' configs); a
-  // null one stays none.
-  if ((c.architecture == "Olmo3ForCausalLM" || c.architecture == "Exaone4ForCausalLM") &&
-      !fields.json().contains("sliding_window"))
-    c.sliding_window = 4096;
   if (const auto first = fields.integer("max_window_layers")) {
     if (*first < 0) fields.fail("max_window_layers", "must be >= 0");
     c.max_window_layers = *first;

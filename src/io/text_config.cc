@@ -65,7 +65,10 @@ const nlohmann::json& type_defaults(const std::string& model_type) {
                                       {"max_position_embeddings", 131072},
                                       {"rms_norm_eps", 1.5625e-07},
                                       {"tie_word_embeddings", false}};
+  // Olmo3Config's and Exaone4Config's window (a null one stays none).
+  static const nlohmann::json windowed = {{"sliding_window", 4096}};
   if (model_type == "gemma3_text") return gemma3;
+  if (model_type == "olmo3" || model_type == "exaone4") return windowed;
   if (model_type == "glm4") return glm4;
   if (model_type == "mistral") return mistral;
   if (model_type == "ministral3") return ministral3;

@@ -88,7 +88,8 @@ struct ModelConfig {
 
   // Parses config.json text; `file` names it in messages. A Gemma3ForConditionalGeneration's or
   // Mistral3ForConditionalGeneration's text_config is read as the model (the vision tower is not
-  // run); transformers' defaults of Gemma 3, Mistral, Ministral 3 and GLM-4 configs filled in.
+  // run); transformers' defaults of Gemma 3, Mistral, Ministral 3, GLM-4, OLMo 3 and EXAONE 4
+  // configs filled in.
   // Throws dq4::Error naming the file and the field for a missing or ill-typed field.
   static ModelConfig parse(std::string_view config_json, const std::string& file);
   static ModelConfig read(const std::string& model_dir);  // model_dir/config.json

@@ -61,7 +61,7 @@ struct Architecture {
   bool post_norms = false;
   int64_t sliding_window = 0;  // tokens a query sees (itself included); 0 = all (Mistral only)
   RopeVariant rope = RopeVariant::plain;
-  // Ernie 4.5: each head's rotated pairs are adjacent (2i, 2i + 1), not i and i + half.
+  // Ernie 4.5, GLM-4: each head's rotated pairs are adjacent (2i, 2i + 1), not i and i + half.
   bool rope_interleaved = false;
   // Mixture of experts: experts per sparse layer (0: dense model), the experts a token uses, the
   // experts' intermediate size, whether the top-k routing weights are renormalized to sum to 1,
