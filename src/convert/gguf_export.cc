@@ -254,8 +254,7 @@ int64_t window_period(const Architecture& a, const std::string& arch) {
 // What GGUF cannot tell llama.cpp's olmo2 and exaone4 about windows: olmo2 rotates the sliding
 // layers at rope_theta (unscaled); exaone4 runs windows (and its global layers' NoPE) for
 // 64-layer models alone, and windows then whatever the keys say.
-void check_windows(const Architecture& a, const std::string& arch) {
-  const bool windowed = window_period(a, arch) != 1;
+void check_windows(const Architecture& a, const std::string& arch, bool windowed) {
   if (arch == "olmo2" && windowed && a.local_rope_theta != a.config.rope_theta)
     throw Error("export-gguf: rope_parameters.sliding_attention.rope_theta " +
                 std::to_string(a.local_rope_theta) + ": llama.cpp's olmo2 rotates the sliding " +
@@ -321,7 +320,9 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
   // local rope base (10000); the window and the caps are keys.
   if (a.gemma) u32(arch + ".attention.sliding_window", c.sliding_window);
   if (arch == "olmo2" || arch == "exaone4") {
-    if (const int64_t period = window_period(a, arch); period != 1) {
+    const int64_t period = window_period(a, arch);
+    check_windows(a, arch, period != 1);
+    if (period != 1) {
       u32(arch + ".attention.sliding_window", c.sliding_window);
       u32(arch + ".attention.sliding_window_pattern", period);
     }
@@ -424,7 +425,6 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   if (a.query_scale_beta > 0 && a.rope != RopeVariant::yarn)
     throw Error("export-gguf: llama_4_scaling_beta: llama.cpp scales queries with yarn only");
   if (arch.name == "smollm3") check_nope_layers(a);
-  if (arch.name == "olmo2" || arch.name == "exaone4") check_windows(a, arch.name);
   if (arch.name == "ernie4_5" && c.mlp_bias)
     throw Error("export-gguf: use_bias: llama.cpp's ernie4_5 has no MLP biases");
   add_hparams(w, a, arch.name);

@@ -234,19 +234,11 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     j["use_sliding_window"] = false;
     j["sliding_window"] = nullptr;
   }
-  if (c.architecture == "Olmo3ForCausalLM") {
-    // As the released configs: each layer's type, windows on all but every fourth.
-    j["sliding_window"] = c.sliding_window;
-    std::vector<std::string> types;
-    for (int64_t i = 0; i < c.num_hidden_layers; ++i)
-      types.emplace_back((i + 1) % 4 != 0 ? "sliding_attention" : "full_attention");
-    j["layer_types"] = types;
-  }
-  if (c.architecture == "Exaone4ForCausalLM") {
-    // As the 32B's: the pattern as letters (L sliding, G global) and each layer's type from it.
+  if (const std::string& letters = c.sliding_window_layout; !letters.empty()) {
+    // OLMo 3, EXAONE 4, as their released configs: each layer's type from the pattern's letters
+    // repeated (L sliding, G global); EXAONE 4's 32B writes the letters too.
     j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nullptr;
-    j["sliding_window_pattern"] = c.sliding_window_layout;
-    const std::string& letters = c.sliding_window_layout;
+    if (c.architecture == "Exaone4ForCausalLM") j["sliding_window_pattern"] = letters;
     std::vector<std::string> types;
     for (size_t i = 0; i < static_cast<size_t>(c.num_hidden_layers); ++i)
       types.emplace_back(c.sliding_window > 0 && letters[i % letters.size()] == 'L'

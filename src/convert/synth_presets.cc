@@ -334,8 +334,9 @@ SynthOptions options_of(const Preset& p) {
     case Arch::olmo2:
       c.architecture = "Olmo2ForCausalLM", c.model_type = "olmo2";
       break;
-    case Arch::olmo3:
+    case Arch::olmo3:  // all but every fourth layer windowed
       c.architecture = "Olmo3ForCausalLM", c.model_type = "olmo3";
+      c.sliding_window_layout = "LLLG";
       break;
     case Arch::ministral3:
       c.architecture = "Ministral3ForCausalLM", c.model_type = "ministral3";

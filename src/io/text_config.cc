@@ -105,16 +105,16 @@ void lift_text_config(nlohmann::json& config, const std::string& file) {
 void add_type_defaults(nlohmann::json& config) {
   const auto type = config.find("model_type");
   if (type == config.end() || !type->is_string()) return;
-  const bool rope_given = config.contains("rope_parameters") || config.contains("rope_scaling");
+  const auto rope = config.find("rope_parameters");
+  const bool rope_given = rope != config.end() || config.contains("rope_scaling");
+  // transformers 5 writes partial_rotary_factor inside rope_parameters.
+  // (A pointer: an object's members stay where they are as keys are added beside them.)
+  const nlohmann::json* inside = rope != config.end() && rope->is_object() ? &*rope : nullptr;
   for (const auto& [key, value] : type_defaults(type->get<std::string>()).items()) {
-    if (config.contains(key)) continue;
+    if (config.contains(key) || (inside != nullptr && inside->contains(key))) continue;
     // A config with its own rope keeps it whole (transformers 4 writes rope_theta beside
     // rope_scaling, transformers 5 inside rope_parameters).
     if (key == "rope_parameters" && rope_given) continue;
-    // transformers 5 writes partial_rotary_factor inside rope_parameters.
-    if (const auto rope = config.find("rope_parameters");
-        rope != config.end() && rope->is_object() && rope->contains(key))
-      continue;
     config[key] = value;
   }
 }

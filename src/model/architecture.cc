@@ -520,23 +520,24 @@ LayerModules Architecture::layer(int64_t index) const {
   }
   const bool bias = qkv_bias;
   m.attention_output = {prefix + "self_attn.o_proj", c.hidden_size, q_features, o_bias};
+  // Phi-3 and GLM-4 fuse gate and up rows (gate first) in the checkpoint: one module (GLM-4's
+  // never with biases).
+  const auto fused_mlp = [&](bool with_bias) {
+    m.mlp_input = {
+        {prefix + "mlp.gate_up_proj", 2 * c.intermediate_size, c.hidden_size, with_bias}};
+    m.mlp_output = {prefix + "mlp.down_proj", c.hidden_size, c.intermediate_size, with_bias};
+    return m;
+  };
   if (config.architecture == "Phi3ForCausalLM") {
-    // Fused in the checkpoint: q, k, v rows and gate, up rows, loaded as one module each.
+    // q, k, v rows fused too.
     m.attention_input = {
         {prefix + "self_attn.qkv_proj", q_features + 2 * kv_features, c.hidden_size, bias}};
-    m.mlp_input = {
-        {prefix + "mlp.gate_up_proj", 2 * c.intermediate_size, c.hidden_size, c.mlp_bias}};
-    m.mlp_output = {prefix + "mlp.down_proj", c.hidden_size, c.intermediate_size, c.mlp_bias};
-    return m;
+    return fused_mlp(c.mlp_bias);
   }
   m.attention_input = {{prefix + "self_attn.q_proj", q_features, c.hidden_size, bias},
                        {prefix + "self_attn.k_proj", kv_features, c.hidden_size, bias},
                        {prefix + "self_attn.v_proj", kv_features, c.hidden_size, bias}};
-  if (glm4) {  // Phi-3's fused gate_up_proj, gate first, without biases
-    m.mlp_input = {{prefix + "mlp.gate_up_proj", 2 * c.intermediate_size, c.hidden_size, false}};
-    m.mlp_output = {prefix + "mlp.down_proj", c.hidden_size, c.intermediate_size, false};
-    return m;
-  }
+  if (glm4) return fused_mlp(false);
   const auto mlp = [&](const std::string& p, int64_t inter, std::vector<LinearModule>& input,
                        LinearModule& output) {
     input = {{p + "gate_proj", inter, c.hidden_size, c.mlp_bias},

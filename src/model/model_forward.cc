@@ -131,7 +131,7 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   // Embeddings, widened from the table (Gemma: scaled in the table's dtype, as transformers
   // does); each row's rope cosines and sines (rotary_dim / 2 of each), shared by every layer
   // (Gemma 3, OLMo 3: one set for the sliding layers, one for the others), its sequence and
-  // position.
+  // position, and Ministral 3's scale of its queries.
   const Architecture& arch = m.arch;
   const int64_t half = arch.rotary_dim / 2;
   float* rope_cos = sized(ws.rope_cos, rows * half);
@@ -141,6 +141,8 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
   float* rope_sin_local = local_rope ? sized(ws.rope_sin_local, rows * half) : nullptr;
   int32_t* row_sequence = sized(ws.row_sequence, rows);
   int64_t* row_position = sized(ws.row_position, rows);
+  const bool queries_scaled = arch.query_scale_beta > 0;
+  float* query_scale = queries_scaled ? sized(ws.query_scale, rows) : nullptr;
   {
     int64_t r = 0;
     const size_t row_bytes = static_cast<size_t>(hidden) * dtype_size(m.embedding_dtype);
@@ -174,6 +176,12 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
         if (local_rope)
           ops::rope_angles(row_position[r], m.inv_freq_local.data(), half,
                            rope_cos_local + r * half, rope_sin_local + r * half);
+        if (queries_scaled) {  // Ministral 3, in f32 as transformers computes it
+          const float periods = std::floor(static_cast<float>(row_position[r]) /
+                                           static_cast<float>(arch.query_scale_context));
+          query_scale[r] =
+              1.0f + static_cast<float>(arch.query_scale_beta) * std::log(1.0f + periods);
+        }
       }
     }
   }
@@ -215,13 +223,8 @@ void Model::forward(std::span<const SequenceInput> batch, KvCache& cache, float*
           for (int64_t hd = 0; hd < c.num_key_value_heads; ++hd)
             rotate(k + hd * head_dim, 1, half, cos_l + r * half, sin_l + r * half);
         }
-        if (arch.query_scale_beta > 0) {  // Ministral 3, in f32 as transformers computes it
-          const float periods = std::floor(static_cast<float>(row_position[r]) /
-                                           static_cast<float>(arch.query_scale_context));
-          const float scale =
-              1.0f + static_cast<float>(arch.query_scale_beta) * std::log(1.0f + periods);
-          for (int64_t i = 0; i < q_cols; ++i) q[i] *= scale;
-        }
+        if (queries_scaled)
+          for (int64_t i = 0; i < q_cols; ++i) q[i] *= query_scale[r];
         store_kv(cache, li, batch[static_cast<size_t>(row_sequence[r])].block_table,
                  row_position[r], k, k + kv_cols);
       }

@@ -53,7 +53,8 @@ struct Model::Impl {
   // Activations of the batch being run, reused from call to call.
   struct Workspace {
     std::vector<float> x, h, qkv, attn, gate_up, act, head_in, rope_cos, rope_sin;
-    std::vector<float> rope_cos_local, rope_sin_local;  // Gemma 3's local layers
+    std::vector<float> rope_cos_local, rope_sin_local;  // Gemma 3's and OLMo 3's sliding layers
+    std::vector<float> query_scale;                     // Ministral 3: each row's query scale
     std::vector<int32_t> row_sequence;                  // the sequence of each row
     std::vector<int64_t> row_position;                  // the position of each row
     std::vector<int64_t> head_rows;                     // the row of x each row of the head takes
