@@ -300,6 +300,40 @@ TEST(GgufExport, GraniteScales) {
   EXPECT_EQ(g.get<float>("granite.logit_scale"), 8.0f);
 }
 
+// Ernie 4.5 MoE: llama.cpp's ernie4_5-moe with its leading dense layer, the shared experts' width,
+// the stacked experts and the router's selection bias as exp_probs_b; a layer pattern it cannot run
+// refused.
+TEST(GgufExport, Ernie45MoeLayersSharedExpertsAndSelectionBias) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-ernie4_5-moe", Dtype::F32);
+  const GgufFile g = export_to(in, scratch.file("ernie.gguf"));
+  const std::string arch = "ernie4_5-moe";
+  EXPECT_EQ(g.get<std::string>("general.architecture"), arch);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".leading_dense_block_count"), 1u);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".interleave_moe_layer_step"), 1u);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".expert_count"), 8u);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".expert_used_count"), 2u);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".expert_feed_forward_length"), 64u);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".expert_shared_feed_forward_length"), 128u);
+  EXPECT_NE(g.find("blk.0.ffn_up.weight"), nullptr);
+  EXPECT_EQ(g.find("blk.0.ffn_gate_inp.weight"), nullptr);
+  ASSERT_NE(g.find("blk.2.ffn_down_exps.weight"), nullptr);
+  EXPECT_EQ(g.find("blk.2.ffn_down_exps.weight")->ne, (std::vector<int64_t>{64, 96, 8}));
+  EXPECT_EQ(g.find("blk.1.ffn_up_shexp.weight")->ne, (std::vector<int64_t>{96, 128}));
+  const Checkpoint ckpt = Checkpoint::open_dir(in);
+  const auto bias = ckpt.tensor("model.layers.2.mlp.moe_statics.e_score_correction_bias");
+  EXPECT_EQ(g.values("blk.2.exp_probs_b.bias"),
+            std::vector<float>(bias.as<float>().begin(), bias.as<float>().end()));
+
+  GgufExportOptions o;
+  o.model_dir = in;
+  o.output = scratch.file("refused.gguf");
+  nlohmann::json c = nlohmann::json::parse(read_file(in + "/config.json"));
+  c["moe_layer_end_index"] = 1;
+  write_file(in + "/config.json", c.dump());
+  expect_error([&] { export_gguf(o); }, {"layer 2 is dense", "ernie4_5-moe"});
+}
+
 // SmolLM3: llama.cpp's smollm3 fixes the NoPE layers at every fourth.
 TEST(GgufExport, SmolLM3NoPELayers) {
   ScratchDir scratch;

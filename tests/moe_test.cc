@@ -52,7 +52,7 @@ TEST(Routing, SoftmaxThenTopKThenRenormalization) {
     std::memcpy(p, logits, sizeof p);
     int32_t chosen[2];
     float weights[2];
-    model::route_token(p, 4, 2, renormalize, chosen, weights);
+    model::route_token(p, 4, 2, {.renormalize = renormalize}, chosen, weights);
     EXPECT_EQ(chosen[0], 1);
     EXPECT_EQ(chosen[1], 3);
     const double kept = renormalize ? std::exp(2.0) + std::exp(1.0) : sum;
@@ -67,13 +67,13 @@ TEST(Routing, TiesGoToTheLowerExpert) {
   float p[] = {1, 3, 3, 0, 3};
   int32_t chosen[3];
   float weights[3];
-  model::route_token(p, 5, 3, false, chosen, weights);
+  model::route_token(p, 5, 3, {}, chosen, weights);
   EXPECT_EQ(std::vector<int32_t>(chosen, chosen + 3), (std::vector<int32_t>{1, 2, 4}));
   EXPECT_EQ(weights[0], weights[1]);
   EXPECT_EQ(weights[1], weights[2]);
 
   float flat[] = {0, 0, 0, 0};
-  model::route_token(flat, 4, 2, true, chosen, weights);
+  model::route_token(flat, 4, 2, {.renormalize = true}, chosen, weights);
   EXPECT_EQ(chosen[0], 0);
   EXPECT_EQ(chosen[1], 1);
   EXPECT_EQ(weights[0], 0.5f);
@@ -273,10 +273,11 @@ INSTANTIATE_TEST_SUITE_P(TinyMixtures, MoeBatch,
                          ::testing::Values(BatchCase{"tiny-qwen3-moe", std::nullopt},
                                            BatchCase{"tiny-qwen3-moe", 32},
                                            BatchCase{"tiny-qwen2-moe", 0},
-                                           BatchCase{"tiny-olmoe", 32}),
+                                           BatchCase{"tiny-olmoe", 32},
+                                           BatchCase{"tiny-ernie4_5-moe", 32}),
                          [](const auto& info) {
                            std::string name = info.param.preset;
-                           std::erase(name, '-');
+                           std::erase_if(name, [](char c) { return c == '-' || c == '_'; });
                            if (!info.param.quantize_group) return name + "F32";
                            return name + "W4A8G" + std::to_string(*info.param.quantize_group);
                          });

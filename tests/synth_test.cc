@@ -262,10 +262,25 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
                                std::to_string(c.num_experts - 1) +
                                (name == "tiny-mixtral" ? ".w2.weight" : ".down_proj.weight");
       EXPECT_NE(ckpt.find(last), nullptr) << last;
-      EXPECT_EQ(ckpt.tensor("model.layers.0." + moe + "gate.weight").shape,
+      EXPECT_EQ(ckpt.tensor("model.layers.1." + moe + "gate.weight").shape,
                 (std::vector<int64_t>{c.num_experts, c.hidden_size}));
-      EXPECT_EQ(ckpt.find("model.layers.0.mlp.shared_expert_gate.weight") != nullptr,
+      EXPECT_EQ(ckpt.find("model.layers.1.mlp.shared_expert_gate.weight") != nullptr,
                 name == "tiny-qwen2-moe");
+      // Ernie 4.5's dense first layer, ungated shared experts and selection bias (f32, as its
+      // router).
+      const bool ernie = name == "tiny-ernie4_5-moe";
+      EXPECT_EQ(ckpt.find("model.layers.0." + moe + "gate.weight") == nullptr, ernie);
+      EXPECT_EQ(ckpt.find("model.layers.1.mlp.shared_experts.down_proj.weight") != nullptr, ernie);
+      if (ernie) {
+        const TensorView& bias =
+            ckpt.tensor("model.layers.1.mlp.moe_statics.e_score_correction_bias");
+        EXPECT_EQ(bias.shape, (std::vector<int64_t>{1, c.num_experts}));
+        EXPECT_EQ(bias.dtype, Dtype::F32);
+        EXPECT_NE(bias.as<float>()[0], 0.0f);
+        EXPECT_EQ(c.moe_num_shared_experts, 2);
+        EXPECT_EQ(c.first_sparse_layer, 1);
+        EXPECT_TRUE(c.moe_use_aux_free);
+      }
     }
     const bool bias = name.starts_with("tiny-qwen2") || name == "tiny-glm4";
     for (const char* proj : {"q_proj", "k_proj", "v_proj"})

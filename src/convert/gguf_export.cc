@@ -59,6 +59,7 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Exaone4ForCausalLM") return {"exaone4", false};
   // Interleaved pairs as llama.cpp rotates them: no permutation.
   if (c.architecture == "Ernie4_5ForCausalLM") return {"ernie4_5", false};
+  if (c.architecture == "Ernie4_5_MoeForCausalLM") return {"ernie4_5-moe", false};
   if (c.architecture == "Glm4ForCausalLM") return {"glm4", false};
   if (c.architecture == "Mistral3ForConditionalGeneration" ||
       c.architecture == "Ministral3ForCausalLM")
@@ -294,8 +295,12 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
   }
   if (c.moe_intermediate_size > 0)
     u32(arch + ".expert_feed_forward_length", c.moe_intermediate_size);
-  if (c.shared_expert_intermediate_size > 0)
-    u32(arch + ".expert_shared_feed_forward_length", c.shared_expert_intermediate_size);
+  if (a.shared_expert_intermediate > 0)
+    u32(arch + ".expert_shared_feed_forward_length", a.shared_expert_intermediate);
+  if (arch == "ernie4_5-moe") {
+    u32(arch + ".leading_dense_block_count", c.first_sparse_layer);
+    u32(arch + ".interleave_moe_layer_step", c.decoder_sparse_step);
+  }
   if (c.rope_scaling.type == "linear") {
     w.add_string(arch + ".rope.scaling.type", "linear");
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
@@ -368,6 +373,16 @@ void check_nope_layers(const Architecture& a) {
                   ", llama.cpp's smollm3 leaves rotary embeddings out of every fourth layer only");
 }
 
+// llama.cpp's ernie4_5-moe gives every layer after the leading dense ones experts.
+void check_sparse_layers(const Architecture& a) {
+  for (int64_t i = 0; i < a.config.num_hidden_layers; ++i)
+    if (a.sparse_layer(i) != (i >= a.config.first_sparse_layer))
+      throw Error("export-gguf: layer " + std::to_string(i) + " is " +
+                  (a.sparse_layer(i) ? "sparse" : "dense") +
+                  ": llama.cpp's ernie4_5-moe has experts in every layer from "
+                  "moe_layer_start_index on (moe_layer_interval 1, moe_layer_end_index the last)");
+}
+
 // llama.cpp's yarn: the ramp's bounds rounded out, beta_fast 32 and beta_slow 1 (mistral3 reads
 // them), and an attention factor it computes itself: 1 + 0.1 ln(factor), or for mistral3 with
 // mscale_all_dim the ratio with mscale taken as 1.
@@ -425,6 +440,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   if (a.query_scale_beta > 0 && a.rope != RopeVariant::yarn)
     throw Error("export-gguf: llama_4_scaling_beta: llama.cpp scales queries with yarn only");
   if (arch.name == "smollm3") check_nope_layers(a);
+  if (arch.name == "ernie4_5-moe") check_sparse_layers(a);
   if (arch.name == "ernie4_5" && c.mlp_bias)
     throw Error("export-gguf: use_bias: llama.cpp's ernie4_5 has no MLP biases");
   add_hparams(w, a, arch.name);
@@ -558,6 +574,15 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     }
     if (!l.experts.empty()) {
       add_linear(l.router.at(0), blk + "ffn_gate_inp", 0);
+      if (!l.router_bias.empty() && ckpt.find(l.router_bias) != nullptr) {
+        const TensorView& bias = ckpt.tensor(l.router_bias);
+        if (bias.numel() != a.experts)
+          throw Error("export-gguf: tensor '" + l.router_bias + "' in " + bias.file +
+                      ": expected " + std::to_string(a.experts) + " values, got " +
+                      bias.shape_string());
+        w.add_tensor(blk + "exp_probs_b.bias", GgmlType::F32, {a.experts},
+                     float_producer(bias, GgmlType::F32, nullptr));
+      }
       add_experts(
           l.experts, [](const ExpertModules& e) { return e.input.at(0); },
           blk + "ffn_gate_exps.weight");

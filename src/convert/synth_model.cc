@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "dq4/convert/synth.h"
@@ -123,8 +124,17 @@ std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
           {m.k_norm, dtype, {whole ? c.num_key_value_heads * c.head_dim : c.head_dim}});
     }
   }
+  // Ernie 4.5 MoE keeps its routers and their selection biases in f32, as transformers saves them.
+  std::set<std::string> f32_modules;
+  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+    const LayerModules m = a.layer(layer);
+    if (m.router_bias.empty()) continue;
+    tensors.push_back({m.router_bias, Dtype::F32, {1, a.experts}});
+    f32_modules.insert(m.router.at(0).name);
+  }
   for (const LinearModule& m : a.linear_modules()) {
-    tensors.push_back({m.name + ".weight", dtype, {m.out_features, m.in_features}});
+    const Dtype t = f32_modules.contains(m.name) ? Dtype::F32 : dtype;
+    tensors.push_back({m.name + ".weight", t, {m.out_features, m.in_features}});
     if (m.has_bias) tensors.push_back({m.name + ".bias", dtype, {m.out_features}});
   }
   std::sort(tensors.begin(), tensors.end(),
@@ -189,7 +199,8 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     j["attention_bias"] = c.attention_bias;
   j["attention_dropout"] = 0.0;
   if (c.architecture == "LlamaForCausalLM") j["mlp_bias"] = c.mlp_bias;
-  if (c.architecture == "Ernie4_5ForCausalLM") {  // one switch for every bias
+  const bool ernie_moe = c.architecture == "Ernie4_5_MoeForCausalLM";
+  if (c.architecture == "Ernie4_5ForCausalLM" || ernie_moe) {  // one switch for every bias
     j.erase("attention_bias");
     j["use_bias"] = c.attention_bias;
   }
@@ -203,7 +214,18 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
   }
   if (qwen || c.architecture == "MistralForCausalLM" || c.architecture == "MixtralForCausalLM")
     j["sliding_window"] = c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nullptr;
-  if (c.num_experts > 0) {
+  if (ernie_moe) {  // as the released configs name the mixture's fields
+    j["moe_num_experts"] = c.num_experts;
+    j["moe_k"] = c.num_experts_per_tok;
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["moe_num_shared_experts"] = c.moe_num_shared_experts;
+    j["moe_layer_start_index"] = c.first_sparse_layer;
+    j["moe_layer_end_index"] =
+        c.last_sparse_layer >= 0 ? c.last_sparse_layer : c.num_hidden_layers - 1;
+    j["moe_layer_interval"] = c.decoder_sparse_step;
+    j["moe_norm_min"] = c.moe_norm_min;
+    j["moe_use_aux_free"] = c.moe_use_aux_free;
+  } else if (c.num_experts > 0) {
     const bool qwen_moe =
         c.architecture == "Qwen2MoeForCausalLM" || c.architecture == "Qwen3MoeForCausalLM";
     j[c.architecture == "MixtralForCausalLM" ? "num_local_experts" : "num_experts"] = c.num_experts;

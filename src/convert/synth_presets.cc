@@ -28,6 +28,7 @@ enum class Arch {
   exaone4,
   ministral3,
   ernie4_5,
+  ernie4_5_moe,
   glm4
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
@@ -50,6 +51,8 @@ struct Preset {
   // moe_intermediate_size; Mixtral's and OLMoE's is `intermediate`), the shared expert's.
   int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0, shared_intermediate = 0;
   bool norm_topk_prob = false;
+  // Ernie 4.5 MoE: its shared experts (each of the experts' size) and its first sparse layer.
+  int64_t shared_experts = 0, first_sparse_layer = 0;
 };
 
 // The tiny mixtures: 8 experts of intermediate 64 (Mixtral 4), 2 per token.
@@ -124,6 +127,24 @@ constexpr Preset kPresets[] = {
      .experts_per_token = 8,
      .expert_intermediate = 768,
      .norm_topk_prob = true},
+    {.name = "ernie4_5-21b-a3b",
+     .arch = Arch::ernie4_5_moe,
+     .hidden = 2560,
+     .intermediate = 12288,
+     .layers = 28,
+     .heads = 20,
+     .kv_heads = 4,
+     .head_dim = 128,
+     .vocab = 103424,
+     .context = 131072,
+     .rope_theta = 500000.0,
+     .tied = true,
+     .tiny = false,
+     .experts = 64,
+     .experts_per_token = 6,
+     .expert_intermediate = 1536,
+     .shared_experts = 2,
+     .first_sparse_layer = 1},
     {.name = "olmoe-1b-7b",
      .arch = Arch::olmoe,
      .hidden = 2048,
@@ -266,6 +287,17 @@ constexpr Preset kPresets[] = {
      .rope_original_context = 16},
     // Ernie 4.5 (0.3B's form): Llama with interleaved rope pairs and tied embeddings.
     {.name = "tiny-ernie4_5", .arch = Arch::ernie4_5, .tied = true},
+    // Ernie 4.5 MoE (21B-A3B's form): a dense first layer, then 8 experts (2 per token) chosen by
+    // probability plus a selection bias, two shared experts added ungated, interleaved rope pairs.
+    {.name = "tiny-ernie4_5-moe",
+     .arch = Arch::ernie4_5_moe,
+     .layers = 3,
+     .tied = true,
+     .experts = 8,
+     .experts_per_token = 2,
+     .expert_intermediate = 64,
+     .shared_experts = 2,
+     .first_sparse_layer = 1},
     // GLM-4 (0414): norms before and after each sublayer, half of each head rotated in interleaved
     // pairs, q/k/v biases, fused gate_up_proj.
     {.name = "tiny-glm4", .arch = Arch::glm4},
@@ -350,6 +382,13 @@ SynthOptions options_of(const Preset& p) {
       break;
     case Arch::ernie4_5:
       c.architecture = "Ernie4_5ForCausalLM", c.model_type = "ernie4_5";
+      break;
+    case Arch::ernie4_5_moe:
+      c.architecture = "Ernie4_5_MoeForCausalLM", c.model_type = "ernie4_5_moe";
+      c.moe_num_shared_experts = p.shared_experts;
+      c.first_sparse_layer = p.first_sparse_layer;
+      c.moe_norm_min = 1e-12;
+      c.moe_use_aux_free = true;
       break;
     case Arch::exaone4:
       c.architecture = "Exaone4ForCausalLM", c.model_type = "exaone4";

@@ -197,19 +197,38 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     if (*first < 0) fields.fail("max_window_layers", "must be >= 0");
     c.max_window_layers = *first;
   }
-  c.num_experts =
-      fields.integer("num_experts").value_or(fields.integer("num_local_experts").value_or(0));
-  if (c.num_experts < 0) fields.fail("num_experts", "must not be negative");
-  c.num_experts_per_tok = fields.integer("num_experts_per_tok").value_or(0);
-  if (c.num_experts_per_tok < 0) fields.fail("num_experts_per_tok", "must not be negative");
+  // Ernie 4.5 MoE names the mixture's counts its own way; transformers maps the usual names onto
+  // them, and where both are written the usual one is set last.
+  const bool ernie_moe = c.architecture == "Ernie4_5_MoeForCausalLM";
+  const char* experts_key = fields.has("num_experts") ? "num_experts"
+                            : ernie_moe               ? "moe_num_experts"
+                                                      : "num_local_experts";
+  c.num_experts = fields.integer(experts_key).value_or(0);
+  if (c.num_experts < 0) fields.fail(experts_key, "must not be negative");
+  const char* per_token_key =
+      ernie_moe && !fields.has("num_experts_per_tok") ? "moe_k" : "num_experts_per_tok";
+  c.num_experts_per_tok = fields.integer(per_token_key).value_or(0);
+  if (c.num_experts_per_tok < 0) fields.fail(per_token_key, "must not be negative");
   c.moe_intermediate_size = fields.integer("moe_intermediate_size").value_or(0);
   if (c.moe_intermediate_size < 0) fields.fail("moe_intermediate_size", "must not be negative");
   c.shared_expert_intermediate_size = fields.integer("shared_expert_intermediate_size").value_or(0);
   if (c.shared_expert_intermediate_size < 0)
     fields.fail("shared_expert_intermediate_size", "must not be negative");
   c.norm_topk_prob = fields.boolean("norm_topk_prob").value_or(false);
-  c.decoder_sparse_step = fields.integer("decoder_sparse_step").value_or(1);
-  if (c.decoder_sparse_step <= 0) fields.fail("decoder_sparse_step", "must be positive");
+  const char* step_key = ernie_moe ? "moe_layer_interval" : "decoder_sparse_step";
+  c.decoder_sparse_step = positive(fields, step_key, fields.integer(step_key).value_or(1));
+  if (ernie_moe) {
+    c.moe_num_shared_experts = fields.integer("moe_num_shared_experts").value_or(0);
+    if (c.moe_num_shared_experts < 0) fields.fail("moe_num_shared_experts", "must not be negative");
+    c.first_sparse_layer = fields.integer("moe_layer_start_index").value_or(0);
+    if (c.first_sparse_layer < 0) fields.fail("moe_layer_start_index", "must not be negative");
+    c.last_sparse_layer = fields.integer("moe_layer_end_index").value_or(-1);
+    if (c.last_sparse_layer < -1) fields.fail("moe_layer_end_index", "must be -1 or a layer index");
+    c.moe_norm_min = fields.number("moe_norm_min").value_or(0.0);
+    if (!(c.moe_norm_min >= 0 && std::isfinite(static_cast<float>(c.moe_norm_min))))
+      fields.fail("moe_norm_min", "must be a number >= 0 in float's range");
+    c.moe_use_aux_free = fields.boolean("moe_use_aux_free").value_or(false);
+  }
   if (const nlohmann::json* only = fields.find("mlp_only_layers"); only != nullptr) {
     if (!only->is_array()) fields.fail("mlp_only_layers", "expected a list of layer indices");
     for (const nlohmann::json& layer : *only) {
@@ -241,7 +260,7 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
                                    c.architecture == "Qwen2MoeForCausalLM");
   c.mlp_bias = fields.boolean("mlp_bias").value_or(false);
   // Ernie 4.5: one switch for the biases of every linear module but the head.
-  if (c.architecture == "Ernie4_5ForCausalLM")
+  if (c.architecture == "Ernie4_5ForCausalLM" || ernie_moe)
     c.attention_bias = c.mlp_bias = fields.boolean("use_bias").value_or(false);
   c.attn_logit_softcapping = positive_or_off(fields, "attn_logit_softcapping");
   c.final_logit_softcapping = positive_or_off(fields, "final_logit_softcapping");

@@ -65,11 +65,27 @@ const nlohmann::json& type_defaults(const std::string& model_type) {
                                       {"max_position_embeddings", 131072},
                                       {"rms_norm_eps", 1.5625e-07},
                                       {"tie_word_embeddings", false}};
+  // Ernie4_5_MoeConfig's (21B-A3B's shape aside): the mixture, its rope base and norms.
+  static const nlohmann::json ernie4_5_moe = {{"moe_num_experts", 64},
+                                              {"moe_k", 6},
+                                              {"moe_intermediate_size", 1536},
+                                              {"moe_num_shared_experts", 2},
+                                              {"moe_layer_start_index", 1},
+                                              {"moe_layer_end_index", -1},
+                                              {"moe_layer_interval", 1},
+                                              {"moe_norm_min", 1e-12},
+                                              {"rope_theta", 500000.0},
+                                              {"rms_norm_eps", 1e-5},
+                                              {"max_position_embeddings", 131072},
+                                              {"hidden_act", "silu"},
+                                              {"use_bias", false},
+                                              {"tie_word_embeddings", true}};
   // Olmo3Config's and Exaone4Config's window (a null one stays none).
   static const nlohmann::json windowed = {{"sliding_window", 4096}};
   if (model_type == "gemma3_text") return gemma3;
   if (model_type == "olmo3" || model_type == "exaone4") return windowed;
   if (model_type == "glm4") return glm4;
+  if (model_type == "ernie4_5_moe") return ernie4_5_moe;
   if (model_type == "mistral") return mistral;
   if (model_type == "ministral3") return ministral3;
   return none;

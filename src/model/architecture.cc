@@ -282,24 +282,52 @@ void configure_exaone4(const ModelConfig& c, const std::string& file,
   }
 }
 
-// The mixture-of-experts settings of Qwen3-MoE, Qwen2-MoE, Mixtral and OLMoE.
-void check_experts(const ModelConfig& c, const std::string& file, bool mixtral, bool qwen,
-                   Architecture& a) {
-  const char* experts_field = mixtral ? "num_local_experts" : "num_experts";
-  if (c.num_experts <= 0) refuse(file, experts_field, "missing or not positive");
+// The config keys of a family's expert counts.
+struct ExpertKeys {
+  const char* experts;
+  const char* per_token;
+};
+
+ExpertKeys expert_keys(const std::string& architecture) {
+  if (architecture == "MixtralForCausalLM") return {"num_local_experts", "num_experts_per_tok"};
+  if (architecture == "Ernie4_5_MoeForCausalLM") return {"moe_num_experts", "moe_k"};
+  return {"num_experts", "num_experts_per_tok"};
+}
+
+// The mixture-of-experts settings of Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE and Ernie 4.5 MoE.
+void check_experts(const ModelConfig& c, const std::string& file, Architecture& a) {
+  const std::string& arch = c.architecture;
+  const bool mixtral = arch == "MixtralForCausalLM", ernie = arch == "Ernie4_5_MoeForCausalLM";
+  const ExpertKeys keys = expert_keys(arch);
+  if (c.num_experts <= 0) refuse(file, keys.experts, "missing or not positive");
   if (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts)
-    refuse(file, "num_experts_per_tok",
-           "must be between 1 and " + std::string(experts_field) + " (" +
+    refuse(file, keys.per_token,
+           "must be between 1 and " + std::string(keys.experts) + " (" +
                std::to_string(c.num_experts) + ")");
   a.experts = c.num_experts;
   a.experts_per_token = c.num_experts_per_tok;
-  // Mixtral always renormalizes (its softmax over the top-k logits); the others as configured.
-  a.norm_topk_prob = mixtral || c.norm_topk_prob;
+  // Mixtral always renormalizes (its softmax over the top-k logits), Ernie 4.5 by the sum or
+  // moe_norm_min, whichever is larger; the others as configured.
+  a.norm_topk_prob = mixtral || ernie || c.norm_topk_prob;
+  if (ernie) a.routing_norm_min = static_cast<float>(c.moe_norm_min);
   a.expert_intermediate = c.intermediate_size;
-  if (qwen) {
+  if (arch.starts_with("Qwen") || ernie) {
     if (c.moe_intermediate_size <= 0)
       refuse(file, "moe_intermediate_size", "missing or not positive");
     a.expert_intermediate = c.moe_intermediate_size;
+  }
+  if (arch == "Qwen2MoeForCausalLM") {
+    if (c.shared_expert_intermediate_size <= 0)
+      refuse(file, "shared_expert_intermediate_size", "missing or not positive");
+    a.shared_expert_intermediate = c.shared_expert_intermediate_size;
+    a.shared_expert_gated = true;
+  }
+  if (ernie) {
+    // One MLP as wide as the shared experts together, added ungated.
+    if (c.moe_num_shared_experts > (int64_t{1} << 30) / c.moe_intermediate_size)
+      refuse(file, "moe_num_shared_experts", "too many for moe_intermediate_size");
+    a.shared_expert_intermediate = c.moe_num_shared_experts * c.moe_intermediate_size;
+    if (c.mlp_bias) refuse(file, "use_bias", "biases in a mixture of experts are not run");
   }
 }
 
@@ -324,8 +352,9 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM",
              smollm3 = arch == "SmolLM3ForCausalLM", olmo3 = arch == "Olmo3ForCausalLM",
              olmo2 = arch == "Olmo2ForCausalLM" || olmo3, exaone4 = arch == "Exaone4ForCausalLM",
-             ernie = arch == "Ernie4_5ForCausalLM", glm4 = arch == "Glm4ForCausalLM";
-  const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe;
+             ernie_moe = arch == "Ernie4_5_MoeForCausalLM",
+             ernie = arch == "Ernie4_5ForCausalLM" || ernie_moe, glm4 = arch == "Glm4ForCausalLM";
+  const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe || ernie_moe;
   if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite &&
       !smollm3 && !olmo2 && !exaone4 && !ernie && !glm4)
     refuse(file, "architectures",
@@ -336,7 +365,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
                "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM, "
                "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM, Exaone4ForCausalLM, "
                "Mistral3ForConditionalGeneration (text), Ministral3ForCausalLM, "
-               "Ernie4_5ForCausalLM, Glm4ForCausalLM)");
+               "Ernie4_5ForCausalLM, Ernie4_5_MoeForCausalLM, Glm4ForCausalLM)");
   if (arch == "Mistral3ForConditionalGeneration" && c.model_type != "mistral" &&
       c.model_type != "ministral3")
     refuse(file, "text_config.model_type",
@@ -348,16 +377,11 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   for (const std::string& key : c.keys) {
     if (unsupported_keys().contains(key) && !own_key(key))
       refuse(file, key, "changes the forward pass in a way dq4 does not implement");
-    if (!moe && (key == "num_experts" || key == "num_local_experts" ||
+    if (!moe && (key == "num_experts" || key == "num_local_experts" || key == "moe_num_experts" ||
                  key == "moe_intermediate_size" || key == "shared_expert_intermediate_size"))
       refuse(file, key, "experts are run for the mixture-of-experts architectures only");
   }
-  if (moe) check_experts(c, file, mixtral, qwen2_moe || qwen3_moe, a);
-  if (qwen2_moe) {
-    if (c.shared_expert_intermediate_size <= 0)
-      refuse(file, "shared_expert_intermediate_size", "missing or not positive");
-    a.shared_expert_intermediate = c.shared_expert_intermediate_size;
-  }
+  if (moe) check_experts(c, file, a);
   if (!gemma2 && !gemma3 && c.hidden_act != "silu")
     refuse(file, activation_key(c), "'" + c.hidden_act + "' is not supported (dq4 runs silu)");
   check_rope(c, file, a);
@@ -476,8 +500,7 @@ void Architecture::check_expert_count(const Checkpoint& checkpoint) const {
     if (!sparse_layer(i)) continue;
     const std::string last = sparse_block(i) + "experts." + std::to_string(experts - 1) + ".";
     if (!checkpoint.has_prefix(last))
-      refuse(checkpoint.dir() + "/config.json",
-             config.architecture == "MixtralForCausalLM" ? "num_local_experts" : "num_experts",
+      refuse(checkpoint.dir() + "/config.json", expert_keys(config.architecture).experts,
              std::to_string(experts) + " experts, but the checkpoint has no tensor named " + last +
                  "*");
     return;
@@ -494,7 +517,9 @@ bool Architecture::sparse_layer(int64_t index) const {
   if (experts == 0) return false;
   for (int64_t dense : config.mlp_only_layers)
     if (dense == index) return false;
-  return (index + 1) % config.decoder_sparse_step == 0;
+  const int64_t last = config.last_sparse_layer;
+  return (index + 1) % config.decoder_sparse_step == 0 && index >= config.first_sparse_layer &&
+         (last < 0 || index <= last);
 }
 
 LayerModules Architecture::layer(int64_t index) const {
@@ -563,10 +588,14 @@ LayerModules Architecture::layer(int64_t index) const {
     }
     m.experts.push_back(std::move(x));
   }
-  if (shared_expert_intermediate > 0) {
+  if (shared_expert_intermediate > 0 && shared_expert_gated) {
     mlp(moe + "shared_expert.", shared_expert_intermediate, m.mlp_input, m.mlp_output);
     m.router.push_back({moe + "shared_expert_gate", 1, c.hidden_size, false});
+  } else if (shared_expert_intermediate > 0) {
+    mlp(moe + "shared_experts.", shared_expert_intermediate, m.mlp_input, m.mlp_output);
   }
+  if (c.architecture == "Ernie4_5_MoeForCausalLM")
+    m.router_bias = moe + "moe_statics.e_score_correction_bias";
   return m;
 }
 

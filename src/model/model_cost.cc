@@ -36,7 +36,7 @@ TokenCost Model::cost_per_token(attention::KvType kv_type) const {
     }
     for (const std::vector<float>* norm :
          {&l.input_norm, &l.post_attention_norm, &l.q_norm, &l.k_norm, &l.pre_feedforward_norm,
-          &l.post_feedforward_norm})
+          &l.post_feedforward_norm, &l.selection_bias})
       add_vector(*norm);
   }
   add_linear(m.head);

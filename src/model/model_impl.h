@@ -30,6 +30,8 @@ struct DecoderLayer {
   // experts' fused gate/up and down; empty in dense layers.
   Linear router;
   Experts experts_in, experts_out;
+  // Ernie 4.5 MoE: the router's selection bias, [experts]; empty where there is none.
+  std::vector<float> selection_bias;
   bool sparse() const { return experts_in.count() > 0; }
   bool has_mlp() const { return gate_up.out_features() > 0; }
 };

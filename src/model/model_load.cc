@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "dq4/io/quant_config.h"
@@ -23,6 +24,23 @@ void check_biases(const Checkpoint& checkpoint, const std::vector<LinearModule>&
     if (m.has_bias && checkpoint.find(m.name + ".bias") == nullptr)
       throw Error("module '" + m.name + "': config.json implies a bias, but " + checkpoint.dir() +
                   " holds no tensor '" + m.name + ".bias'");
+}
+
+// Ernie 4.5 MoE's selection bias; absent, none (transformers would start it at zero), unless
+// moe_use_aux_free says the model was trained to be routed with it.
+std::vector<float> selection_bias(const Checkpoint& checkpoint, const std::string& name,
+                                  const Architecture& a) {
+  if (checkpoint.find(name) == nullptr) {
+    if (!a.config.moe_use_aux_free) return {};
+    throw Error("tensor '" + name + "': config.json sets moe_use_aux_free, but " +
+                checkpoint.dir() + " holds no such tensor (the router's selection bias)");
+  }
+  std::vector<float> bias = model::read_vector(checkpoint, name, a.experts, true);
+  for (float b : bias)
+    if (!std::isfinite(b))
+      throw Error("tensor '" + name + "' in " + checkpoint.tensor(name).file +
+                  ": the router's selection bias must be finite");
+  return bias;
 }
 
 }  // namespace
@@ -119,6 +137,8 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
       check_biases(ckpt, names.router);
       layer.router = Linear::load(ckpt, quant, names.router, router_options);
       packed(names.router);
+      if (!names.router_bias.empty())
+        layer.selection_bias = selection_bias(ckpt, names.router_bias, impl->arch);
       std::vector<std::vector<LinearModule>> inputs, outputs;
       for (const ExpertModules& e : names.experts) {
         inputs.push_back(e.input);
@@ -157,7 +177,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
                       l.router.bytes() + l.experts_in.bytes() + l.experts_out.bytes();
     r.other_bytes +=
         (l.input_norm.size() + l.post_attention_norm.size() + l.q_norm.size() + l.k_norm.size() +
-         l.pre_feedforward_norm.size() + l.post_feedforward_norm.size()) *
+         l.pre_feedforward_norm.size() + l.post_feedforward_norm.size() + l.selection_bias.size()) *
         sizeof(float);
   }
   r.embedding_bytes = embedding.bytes;

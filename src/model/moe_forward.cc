@@ -1,11 +1,11 @@
-// A sparse layer's MLP, as Hugging Face's Qwen2-MoE / Qwen3-MoE / Mixtral / OLMoE blocks compute
-// it: each token's top-k experts' SwiGLU outputs, weighted by the router, summed in expert order,
-// plus Qwen2-MoE's shared expert times sigmoid(its gate):
+// A sparse layer's MLP, as Hugging Face's Qwen2-MoE / Qwen3-MoE / Mixtral / OLMoE / Ernie 4.5 MoE
+// blocks compute it: each token's top-k experts' SwiGLU outputs, weighted by the router, summed in
+// expert order, plus the shared expert (Qwen2-MoE's times sigmoid(its gate), Ernie 4.5's as it is):
 //
 //   [norm | router | softmax, top-k]  (the rows grouped by expert: on this thread)
 //   [quantize each row once | copy to its experts' rows | experts' gate/up | silu]
 //   [quantize | experts' down | per token: x += sum of its experts' weighted outputs]
-//   Qwen2-MoE, between the first two: [shared gate/up] [silu | shared down]
+//   with a shared expert, between the first two: [shared gate/up] [silu | shared down]
 
 #include "moe_forward.h"
 
@@ -35,6 +35,10 @@ void moe_mlp(Model::Impl& m, const DecoderLayer& layer, float* x, float* h, int6
   const int64_t inter = a.expert_intermediate;
   const bool shared = layer.has_mlp();
   const int64_t router_cols = layer.router.out_features();  // experts (+ the shared gate)
+  const RoutingRule rule{
+      .renormalize = a.norm_topk_prob,
+      .norm_min = a.routing_norm_min,
+      .selection_bias = layer.selection_bias.empty() ? nullptr : layer.selection_bias.data()};
 
   // The router, then each row's choice.
   float* router = sized(ws.router, rows * router_cols);
@@ -42,7 +46,7 @@ void moe_mlp(Model::Impl& m, const DecoderLayer& layer, float* x, float* h, int6
   float* choice_weight = sized(ws.choice_weight, rows * k);
   const auto route = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      route_token(router + r * router_cols, experts, k, a.norm_topk_prob, choice + r * k,
+      route_token(router + r * router_cols, experts, k, rule, choice + r * k,
                   choice_weight + r * k);
   };
   layer.router.forward(h, rows, hidden, router, router_cols, &pool,
@@ -70,7 +74,7 @@ void moe_mlp(Model::Impl& m, const DecoderLayer& layer, float* x, float* h, int6
       row_groups[r * k + j] = g;
     }
 
-  // Qwen2-MoE's shared expert over every row.
+  // The shared expert over every row.
   float* shared_out = nullptr;
   if (shared) {
     const int64_t shared_inter = a.shared_expert_intermediate;
@@ -98,8 +102,8 @@ void moe_mlp(Model::Impl& m, const DecoderLayer& layer, float* x, float* h, int6
                            {.after = silu});
 
   // The experts' down, then per row: the weighted sum of its experts' outputs in expert order
-  // (its grouped rows ascend with the expert), plus the gated shared expert, added to x. h's row
-  // is the sum's scratch: nothing reads h any more.
+  // (its grouped rows ascend with the expert), plus the (gated) shared expert, added to x. h's
+  // row is the sum's scratch: nothing reads h any more.
   const auto combine = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       int64_t* groups = row_groups + r * k;
@@ -112,10 +116,14 @@ void moe_mlp(Model::Impl& m, const DecoderLayer& layer, float* x, float* h, int6
         for (int64_t d = 0; d < hidden; ++d) sum[d] += w * y[d];
       }
       if (shared) {
-        const float logit = router[r * router_cols + experts];
-        const float gate = 1.0f / (1.0f + std::exp(-logit));
         const float* y = shared_out + r * hidden;
-        for (int64_t d = 0; d < hidden; ++d) sum[d] += gate * y[d];
+        if (a.shared_expert_gated) {
+          const float logit = router[r * router_cols + experts];
+          const float gate = 1.0f / (1.0f + std::exp(-logit));
+          for (int64_t d = 0; d < hidden; ++d) sum[d] += gate * y[d];
+        } else {
+          for (int64_t d = 0; d < hidden; ++d) sum[d] += y[d];
+        }
       }
       float* xr = x + r * hidden;
       for (int64_t d = 0; d < hidden; ++d) xr[d] += sum[d];

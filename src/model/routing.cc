@@ -1,4 +1,5 @@
-// route_token: softmax, top-k (ties to the lower index), renormalization.
+// route_token: softmax, top-k (ties to the lower index, by the biased probabilities where a
+// selection bias is given), renormalization.
 
 #include "routing.h"
 
@@ -6,7 +7,7 @@
 
 namespace dq4::model {
 
-void route_token(float* p, int64_t experts, int64_t k, bool renormalize, int32_t* chosen,
+void route_token(float* p, int64_t experts, int64_t k, const RoutingRule& rule, int32_t* chosen,
                  float* weights) {
   float max = p[0];
   for (int64_t e = 1; e < experts; ++e) max = std::fmax(max, p[e]);
@@ -16,20 +17,23 @@ void route_token(float* p, int64_t experts, int64_t k, bool renormalize, int32_t
     sum += p[e];
   }
   for (int64_t e = 0; e < experts; ++e) p[e] /= sum;
-  // k selection passes: each takes the first (lowest-index) largest expert not yet chosen.
+  const float* bias = rule.selection_bias;
+  const auto score = [&](int64_t e) { return bias != nullptr ? p[e] + bias[e] : p[e]; };
+  // k selection passes: each takes the first (lowest-index) best expert not yet chosen.
   for (int64_t j = 0; j < k; ++j) {
     int32_t best = -1;
     for (int64_t e = 0; e < experts; ++e) {
       bool taken = false;
       for (int64_t i = 0; i < j; ++i) taken = taken || chosen[i] == e;
-      if (!taken && (best < 0 || p[e] > p[best])) best = static_cast<int32_t>(e);
+      if (!taken && (best < 0 || score(e) > score(best))) best = static_cast<int32_t>(e);
     }
     chosen[j] = best;
     weights[j] = p[best];
   }
-  if (renormalize) {
+  if (rule.renormalize) {
     float total = 0;
     for (int64_t j = 0; j < k; ++j) total += weights[j];
+    if (total < rule.norm_min) total = rule.norm_min;
     for (int64_t j = 0; j < k; ++j) weights[j] /= total;
   }
 }

@@ -25,15 +25,17 @@ void add_one(std::vector<float>& weights) {
   for (float& w : weights) w = 1.0f + w;
 }
 
-std::vector<float> read_vector(const Checkpoint& checkpoint, const std::string& name,
-                               int64_t size) {
+std::vector<float> read_vector(const Checkpoint& checkpoint, const std::string& name, int64_t size,
+                               bool row_allowed) {
   const TensorView& t = checkpoint.tensor(name);
   if (t.dtype != Dtype::F32 && t.dtype != Dtype::BF16 && t.dtype != Dtype::F16)
     throw Error("tensor '" + name + "' in " + t.file + ": expected F32, BF16 or F16, got " +
                 std::string(dtype_name(t.dtype)));
-  if (t.shape.size() != 1 || t.shape[0] != size)
+  const bool row = row_allowed && t.shape == std::vector<int64_t>{1, size};
+  if (!row && (t.shape.size() != 1 || t.shape[0] != size))
     throw Error("tensor '" + name + "' in " + t.file + ": expected shape [" + std::to_string(size) +
-                "] from config.json, got " + t.shape_string());
+                "]" + (row_allowed ? " or [1, " + std::to_string(size) + "]" : "") +
+                " from config.json, got " + t.shape_string());
   std::vector<float> v(static_cast<size_t>(size));
   widen_row(t.data, t.dtype, size, v.data());
   return v;

@@ -15,12 +15,12 @@ int run_export_gguf(int argc, char** argv, int first) {
       "export-gguf",
       "Writes the model in IN_DIR (Llama, Mistral, Qwen2, Qwen3, Gemma 2 / 3, Granite, SmolLM3,\n"
       "OLMo 2 / 3, EXAONE 4, Mistral 3 / Ministral 3 (text), Ernie 4.5, GLM-4, Phi-3, and the\n"
-      "mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, their experts stacked) as one\n"
-      "GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and lays it out. A W4A8 or\n"
-      "W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the same int4 values and\n"
-      "scales (a scale f16 cannot hold exactly is an error, so are other group sizes); its other\n"
-      "tensors keep their dtype, norms and biases become F32. An unquantized model becomes an F32\n"
-      "GGUF. The tokenizer goes in as llama.cpp's vocabulary metadata.");
+      "mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, Ernie 4.5 MoE, their experts\n"
+      "stacked) as one GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and lays it\n"
+      "out. A W4A8 or W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the same\n"
+      "int4 values and scales (a scale f16 cannot hold exactly is an error, so are other group\n"
+      "sizes); its other tensors keep their dtype, norms and biases become F32. An unquantized\n"
+      "model becomes an F32 GGUF. The tokenizer goes in as llama.cpp's vocabulary metadata.");
   args.positional("IN_DIR", "the Hugging Face model directory");
   args.option("output", "FILE", "the .gguf file to write (required)").short_name('o', "output");
   args.option("force", "", "replace an existing output file");

@@ -62,11 +62,22 @@ struct ModelConfig {
   int64_t moe_intermediate_size = 0;            // Qwen: the experts' (others: intermediate_size)
   int64_t shared_expert_intermediate_size = 0;  // Qwen2-MoE's shared expert
   bool norm_topk_prob = false;                  // renormalize the top-k routing weights
-  int64_t decoder_sparse_step = 1;              // Qwen: every step-th layer is sparse
-  std::vector<int64_t> mlp_only_layers;         // Qwen: layers kept dense
-  std::vector<int32_t> eos_token_ids;           // eos_token_id, a number or a list; may be empty
-  int32_t bos_token_id = -1;                    // -1 when absent
-  std::vector<std::string> keys;                // every top-level key with a non-null value, sorted
+  // Qwen (Ernie 4.5: moe_layer_interval): every step-th layer is sparse.
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;  // Qwen: layers kept dense
+  // Ernie 4.5 MoE (moe_num_experts, moe_k and moe_intermediate_size read into the fields above):
+  // its shared experts (one MLP of moe_num_shared_experts times moe_intermediate_size), the range
+  // of sparse layers (moe_layer_start_index, moe_layer_end_index; -1 = to the last layer), the
+  // routing weights' least divisor (moe_norm_min) and whether its router's selection bias must be
+  // in the checkpoint (moe_use_aux_free).
+  int64_t moe_num_shared_experts = 0;
+  int64_t first_sparse_layer = 0, last_sparse_layer = -1;
+  double moe_norm_min = 0;
+  bool moe_use_aux_free = false;
+
+  std::vector<int32_t> eos_token_ids;  // eos_token_id, a number or a list; may be empty
+  int32_t bos_token_id = -1;           // -1 when absent
+  std::vector<std::string> keys;       // every top-level key with a non-null value, sorted
 
   // Gemma 2 / 3, Phi-3 and Granite; 0 or empty when absent.
   double attn_logit_softcapping = 0, final_logit_softcapping = 0;

@@ -36,13 +36,18 @@ struct LayerModules {
   // The fusion groups: modules that read the same input, in output order.
   std::vector<LinearModule> attention_input;  // q_proj, k_proj, v_proj (Phi-3: qkv_proj)
   LinearModule attention_output;              // o_proj
-  // The dense MLP, or a sparse layer's shared expert (Qwen2-MoE); empty in other sparse layers.
+  // The dense MLP, or a sparse layer's shared expert (Qwen2-MoE; Ernie 4.5's shared experts, one
+  // MLP); empty in other sparse layers.
   std::vector<LinearModule> mlp_input;  // gate_proj, up_proj (Phi-3: gate_up_proj)
   LinearModule mlp_output;              // down_proj
   // Sparse layers: the router (mlp.gate, [experts, hidden]) and Qwen2-MoE's shared-expert gate
   // ([1, hidden]) after it, which read the same input; empty in dense layers.
   std::vector<LinearModule> router;
   std::vector<ExpertModules> experts;
+  // Ernie 4.5 MoE: the router's selection bias (mlp.moe_statics.e_score_correction_bias,
+  // [1, experts]), added to the probabilities to choose the experts, not to weight them; empty
+  // for the others.
+  std::string router_bias;
 };
 
 enum class RopeVariant { plain, linear, llama3, longrope, yarn };
@@ -64,11 +69,15 @@ struct Architecture {
   // Ernie 4.5, GLM-4: each head's rotated pairs are adjacent (2i, 2i + 1), not i and i + half.
   bool rope_interleaved = false;
   // Mixture of experts: experts per sparse layer (0: dense model), the experts a token uses, the
-  // experts' intermediate size, whether the top-k routing weights are renormalized to sum to 1,
-  // Qwen2-MoE's shared expert (its intermediate size; 0: none).
+  // experts' intermediate size, whether the top-k routing weights are renormalized to sum to 1
+  // (divided by their sum, or by routing_norm_min where the sum is smaller: Ernie 4.5), the
+  // shared expert (its intermediate size; 0: none) and whether a sigmoid gate scales it
+  // (Qwen2-MoE's does, Ernie 4.5's is added as it is).
   int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0;
   bool norm_topk_prob = false;
+  float routing_norm_min = 0;
   int64_t shared_expert_intermediate = 0;
+  bool shared_expert_gated = false;
 
   // Gemma 2 / 3: RMSNorm weights used as (1 + w), the two extra norms of each layer, embeddings
   // scaled by sqrt(hidden_size) in their dtype.
@@ -132,7 +141,8 @@ struct Architecture {
   void name_text_model(const std::string& text_prefix, const std::string& head_name);
 
   LayerModules layer(int64_t index) const;
-  // Whether layer `index` is a mixture of experts (decoder_sparse_step, mlp_only_layers).
+  // Whether layer `index` is a mixture of experts (decoder_sparse_step, mlp_only_layers, Ernie
+  // 4.5's range of sparse layers).
   bool sparse_layer(int64_t index) const;
   // The name prefix of sparse layer `index`'s router and experts ("model.layers.3.mlp.").
   std::string sparse_block(int64_t index) const;
