@@ -334,6 +334,30 @@ TEST(GgufExport, Ernie45MoeLayersSharedExpertsAndSelectionBias) {
   expect_error([&] { export_gguf(o); }, {"layer 2 is dense", "ernie4_5-moe"});
 }
 
+// GLM-4 MoE: llama.cpp's glm4moe with sigmoid routing, its groups and scale, the MLP's input norm
+// as attn_post_norm, half of each head rotated.
+TEST(GgufExport, Glm4MoeRoutingKeysAndNorms) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-glm4-moe", Dtype::F32);
+  const GgufFile g = export_to(in, scratch.file("glm.gguf"));
+  const std::string arch = "glm4moe";
+  EXPECT_EQ(g.get<std::string>("general.architecture"), arch);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".leading_dense_block_count"), 1u);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".expert_shared_count"), 1u);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".expert_gating_func"), 2u);
+  EXPECT_EQ(g.get<float>(arch + ".expert_weights_scale"), 2.5f);
+  EXPECT_TRUE(g.get<bool>(arch + ".expert_weights_norm"));
+  EXPECT_EQ(g.get<uint32_t>(arch + ".expert_group_count"), 2u);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".expert_group_used_count"), 1u);
+  EXPECT_EQ(g.get<uint32_t>(arch + ".rope.dimension_count"), 12u);
+  EXPECT_NE(g.find("blk.1.post_attention_norm.weight"), nullptr);
+  EXPECT_EQ(g.find("blk.1.ffn_norm.weight"), nullptr);
+  EXPECT_NE(g.find("blk.1.attn_q_norm.weight"), nullptr);
+  EXPECT_NE(g.find("blk.2.exp_probs_b.bias"), nullptr);
+  EXPECT_NE(g.find("blk.1.attn_q.bias"), nullptr);
+  EXPECT_EQ(g.find("blk.1.attn_output.bias"), nullptr);
+}
+
 // SmolLM3: llama.cpp's smollm3 fixes the NoPE layers at every fourth.
 TEST(GgufExport, SmolLM3NoPELayers) {
   ScratchDir scratch;

@@ -133,7 +133,7 @@ INSTANTIATE_TEST_SUITE_P(TinyPresets, LlamaCppW4A8Differential,
                                          "tiny-olmoe", "tiny-gemma2", "tiny-gemma3", "tiny-granite",
                                          "tiny-olmo2", "tiny-olmo3", "tiny-exaone4",
                                          "tiny-ministral3", "tiny-ernie4_5", "tiny-ernie4_5-moe",
-                                         "tiny-glm4", "tiny-phi3"),
+                                         "tiny-glm4", "tiny-glm4-moe", "tiny-phi3"),
                          preset_test_name);
 
 }  // namespace

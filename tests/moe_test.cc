@@ -52,7 +52,7 @@ TEST(Routing, SoftmaxThenTopKThenRenormalization) {
     std::memcpy(p, logits, sizeof p);
     int32_t chosen[2];
     float weights[2];
-    model::route_token(p, 4, 2, {.renormalize = renormalize}, chosen, weights);
+    model::route_token(p, 4, 2, {.renormalize = renormalize}, nullptr, chosen, weights);
     EXPECT_EQ(chosen[0], 1);
     EXPECT_EQ(chosen[1], 3);
     const double kept = renormalize ? std::exp(2.0) + std::exp(1.0) : sum;
@@ -67,13 +67,13 @@ TEST(Routing, TiesGoToTheLowerExpert) {
   float p[] = {1, 3, 3, 0, 3};
   int32_t chosen[3];
   float weights[3];
-  model::route_token(p, 5, 3, {}, chosen, weights);
+  model::route_token(p, 5, 3, {}, nullptr, chosen, weights);
   EXPECT_EQ(std::vector<int32_t>(chosen, chosen + 3), (std::vector<int32_t>{1, 2, 4}));
   EXPECT_EQ(weights[0], weights[1]);
   EXPECT_EQ(weights[1], weights[2]);
 
   float flat[] = {0, 0, 0, 0};
-  model::route_token(flat, 4, 2, {.renormalize = true}, chosen, weights);
+  model::route_token(flat, 4, 2, {.renormalize = true}, nullptr, chosen, weights);
   EXPECT_EQ(chosen[0], 0);
   EXPECT_EQ(chosen[1], 1);
   EXPECT_EQ(weights[0], 0.5f);
@@ -106,7 +106,7 @@ TEST(MoeConfig, SparseLayersFollowDecoderSparseStepAndMlpOnlyLayers) {
   EXPECT_EQ(sparse.router[0].name, "model.layers.1.mlp.gate");
   EXPECT_EQ(sparse.experts[7].input[1].name, "model.layers.1.mlp.experts.7.up_proj");
   EXPECT_EQ(sparse.experts[7].output.in_features, 32);
-  EXPECT_FALSE(a.norm_topk_prob);  // transformers' default
+  EXPECT_FALSE(a.routing.renormalize);  // transformers' default
 }
 
 TEST(MoeConfig, RefusesWhatItDoesNotRunNamingTheField) {
@@ -269,18 +269,17 @@ TEST_P(MoeBatch, EqualsEachSequenceAloneBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyMixtures, MoeBatch,
-                         ::testing::Values(BatchCase{"tiny-qwen3-moe", std::nullopt},
-                                           BatchCase{"tiny-qwen3-moe", 32},
-                                           BatchCase{"tiny-qwen2-moe", 0},
-                                           BatchCase{"tiny-olmoe", 32},
-                                           BatchCase{"tiny-ernie4_5-moe", 32}),
-                         [](const auto& info) {
-                           std::string name = info.param.preset;
-                           std::erase_if(name, [](char c) { return c == '-' || c == '_'; });
-                           if (!info.param.quantize_group) return name + "F32";
-                           return name + "W4A8G" + std::to_string(*info.param.quantize_group);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    TinyMixtures, MoeBatch,
+    ::testing::Values(BatchCase{"tiny-qwen3-moe", std::nullopt}, BatchCase{"tiny-qwen3-moe", 32},
+                      BatchCase{"tiny-qwen2-moe", 0}, BatchCase{"tiny-olmoe", 32},
+                      BatchCase{"tiny-ernie4_5-moe", 32}, BatchCase{"tiny-glm4-moe", 32}),
+    [](const auto& info) {
+      std::string name = info.param.preset;
+      std::erase_if(name, [](char c) { return c == '-' || c == '_'; });
+      if (!info.param.quantize_group) return name + "F32";
+      return name + "W4A8G" + std::to_string(*info.param.quantize_group);
+    });
 
 // Qwen3-MoE with layer 0 kept dense (mlp_only_layers): a dense MLP, then a sparse layer.
 TEST(MoeBatch, DenseLayerBeforeASparseOne) {
@@ -414,7 +413,8 @@ TEST(MoeCheckpoint, LoadsPerModuleSchemesAndRoutersIgnoredByName) {
 
 // A config counting more experts or layers than the checkpoint holds is refused naming the field,
 // before any per-expert or per-layer names or settings are made (a billion of them would not
-// fit in memory); fewer layers too, rather than run the first ones alone.
+// fit in memory; more experts than any router runs are refused outright); fewer layers too, rather
+// than run the first ones alone.
 TEST(MoeCheckpoint, RefusesCountsTheCheckpointDoesNotHold) {
   ScratchDir scratch;
   for (const char* preset : {"tiny-qwen3-moe", "tiny-mixtral"}) {
@@ -422,15 +422,16 @@ TEST(MoeCheckpoint, RefusesCountsTheCheckpointDoesNotHold) {
     const nlohmann::json original = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
     const std::string experts_field =
         original.contains("num_local_experts") ? "num_local_experts" : "num_experts";
-    const auto refused = [&](const std::string& field, const std::string& missing) {
+    const auto refused = [&](const std::string& field, int64_t count, const std::string& missing) {
       nlohmann::json config = original;
-      config[field] = 1'000'000'000;
+      config[field] = count;
       std::ofstream(dir + "/config.json") << config.dump(2);
       test::expect_error([&] { Model::load(dir); }, {"config.json", field, missing});
       test::expect_error([&] { Architecture::read(dir); }, {"config.json", field, missing});
     };
-    refused(experts_field, "experts.999999999.");
-    refused("num_hidden_layers", "layers.999999999.");
+    refused(experts_field, 1000, "experts.999.");
+    refused(experts_field, 1'000'000'000, "between 1 and 1024");
+    refused("num_hidden_layers", 1'000'000'000, "layers.999999999.");
     nlohmann::json fewer = original;
     fewer["num_hidden_layers"] = 1;
     fewer.erase("layer_types");

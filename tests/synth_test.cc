@@ -209,8 +209,8 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     const bool olmoe = name == "tiny-olmoe";
     // Norms after each sublayer and none before.
     const bool olmo2 = name == "tiny-olmo2" || name == "tiny-olmo3" || name == "tiny-exaone4";
-    const bool qk_norm =
-        name == "tiny-qwen3" || name == "tiny-qwen3-moe" || name == "tiny-gemma3" || olmoe || olmo2;
+    const bool qk_norm = name == "tiny-qwen3" || name == "tiny-qwen3-moe" ||
+                         name == "tiny-gemma3" || name == "tiny-glm4-moe" || olmoe || olmo2;
     EXPECT_EQ((ckpt.find("model.layers.1.self_attn.q_norm.weight") != nullptr), qk_norm);
     EXPECT_EQ((ckpt.find("model.layers.1.self_attn.k_norm.weight") != nullptr), qk_norm);
     const bool gemma = name.starts_with("tiny-gemma");
@@ -266,23 +266,32 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
                 (std::vector<int64_t>{c.num_experts, c.hidden_size}));
       EXPECT_EQ(ckpt.find("model.layers.1.mlp.shared_expert_gate.weight") != nullptr,
                 name == "tiny-qwen2-moe");
-      // Ernie 4.5's dense first layer, ungated shared experts and selection bias (f32, as its
-      // router).
-      const bool ernie = name == "tiny-ernie4_5-moe";
-      EXPECT_EQ(ckpt.find("model.layers.0." + moe + "gate.weight") == nullptr, ernie);
-      EXPECT_EQ(ckpt.find("model.layers.1.mlp.shared_experts.down_proj.weight") != nullptr, ernie);
-      if (ernie) {
+      // Ernie 4.5's and GLM-4 MoE's dense first layer, ungated shared experts and selection bias
+      // (f32; Ernie's as one row).
+      const bool ernie = name == "tiny-ernie4_5-moe", glm = name == "tiny-glm4-moe";
+      EXPECT_EQ(ckpt.find("model.layers.0." + moe + "gate.weight") == nullptr, ernie || glm);
+      EXPECT_EQ(ckpt.find("model.layers.1.mlp.shared_experts.down_proj.weight") != nullptr,
+                ernie || glm);
+      if (ernie || glm) {
         const TensorView& bias =
-            ckpt.tensor("model.layers.1.mlp.moe_statics.e_score_correction_bias");
-        EXPECT_EQ(bias.shape, (std::vector<int64_t>{1, c.num_experts}));
+            ckpt.tensor(ernie ? "model.layers.1.mlp.moe_statics.e_score_correction_bias"
+                              : "model.layers.1.mlp.gate.e_score_correction_bias");
+        EXPECT_EQ(bias.shape, ernie ? (std::vector<int64_t>{1, c.num_experts})
+                                    : (std::vector<int64_t>{c.num_experts}));
         EXPECT_EQ(bias.dtype, Dtype::F32);
         EXPECT_NE(bias.as<float>()[0], 0.0f);
-        EXPECT_EQ(c.moe_num_shared_experts, 2);
+        EXPECT_EQ(c.moe_num_shared_experts, ernie ? 2 : 1);
         EXPECT_EQ(c.first_sparse_layer, 1);
-        EXPECT_TRUE(c.moe_use_aux_free);
+      }
+      EXPECT_EQ(c.moe_use_aux_free, ernie);
+      if (glm) {
+        EXPECT_EQ(c.expert_groups, 2);
+        EXPECT_EQ(c.expert_groups_used, 1);
+        EXPECT_EQ(c.routed_scaling_factor, 2.5);
+        EXPECT_TRUE(c.use_qk_norm);
       }
     }
-    const bool bias = name.starts_with("tiny-qwen2") || name == "tiny-glm4";
+    const bool bias = name.starts_with("tiny-qwen2") || name.starts_with("tiny-glm4");
     for (const char* proj : {"q_proj", "k_proj", "v_proj"})
       EXPECT_EQ(ckpt.find(std::string("model.layers.0.self_attn.") + proj + ".bias") != nullptr,
                 bias);

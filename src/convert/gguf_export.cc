@@ -61,6 +61,7 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Ernie4_5ForCausalLM") return {"ernie4_5", false};
   if (c.architecture == "Ernie4_5_MoeForCausalLM") return {"ernie4_5-moe", false};
   if (c.architecture == "Glm4ForCausalLM") return {"glm4", false};
+  if (c.architecture == "Glm4MoeForCausalLM") return {"glm4moe", false};
   if (c.architecture == "Mistral3ForConditionalGeneration" ||
       c.architecture == "Ministral3ForCausalLM")
     return {"mistral3", true};
@@ -301,6 +302,20 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
     u32(arch + ".leading_dense_block_count", c.first_sparse_layer);
     u32(arch + ".interleave_moe_layer_step", c.decoder_sparse_step);
   }
+  if (arch == "glm4moe") {
+    const ExpertRouting& r = a.routing;
+    u32(arch + ".leading_dense_block_count", c.first_sparse_layer);
+    u32(arch + ".expert_shared_count", c.moe_num_shared_experts);
+    u32(arch + ".expert_gating_func", 2);  // llama.cpp's sigmoid
+    w.add_f32(arch + ".expert_weights_scale", r.scale);
+    w.add_bool(arch + ".expert_weights_norm", r.renormalize);
+    // llama.cpp masks the experts of the groups not chosen with -inf, transformers with 0: the
+    // same choice unless a chosen group's biased scores are negative.
+    if (r.groups > 1) {
+      u32(arch + ".expert_group_count", r.groups);
+      u32(arch + ".expert_group_used_count", r.groups_used);
+    }
+  }
   if (c.rope_scaling.type == "linear") {
     w.add_string(arch + ".rope.scaling.type", "linear");
     w.add_f32(arch + ".rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
@@ -373,14 +388,13 @@ void check_nope_layers(const Architecture& a) {
                   ", llama.cpp's smollm3 leaves rotary embeddings out of every fourth layer only");
 }
 
-// llama.cpp's ernie4_5-moe gives every layer after the leading dense ones experts.
-void check_sparse_layers(const Architecture& a) {
+// llama.cpp's ernie4_5-moe and glm4moe give every layer after the leading dense ones experts.
+void check_sparse_layers(const Architecture& a, const std::string& arch) {
   for (int64_t i = 0; i < a.config.num_hidden_layers; ++i)
     if (a.sparse_layer(i) != (i >= a.config.first_sparse_layer))
       throw Error("export-gguf: layer " + std::to_string(i) + " is " +
-                  (a.sparse_layer(i) ? "sparse" : "dense") +
-                  ": llama.cpp's ernie4_5-moe has experts in every layer from "
-                  "moe_layer_start_index on (moe_layer_interval 1, moe_layer_end_index the last)");
+                  (a.sparse_layer(i) ? "sparse" : "dense") + ": llama.cpp's " + arch +
+                  " has experts in every layer after the leading dense ones");
 }
 
 // llama.cpp's yarn: the ramp's bounds rounded out, beta_fast 32 and beta_slow 1 (mistral3 reads
@@ -440,7 +454,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   if (a.query_scale_beta > 0 && a.rope != RopeVariant::yarn)
     throw Error("export-gguf: llama_4_scaling_beta: llama.cpp scales queries with yarn only");
   if (arch.name == "smollm3") check_nope_layers(a);
-  if (arch.name == "ernie4_5-moe") check_sparse_layers(a);
+  if (arch.name == "ernie4_5-moe" || arch.name == "glm4moe") check_sparse_layers(a, arch.name);
   if (arch.name == "ernie4_5" && c.mlp_bias)
     throw Error("export-gguf: use_bias: llama.cpp's ernie4_5 has no MLP biases");
   add_hparams(w, a, arch.name);
@@ -570,7 +584,10 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       if (!l.pre_feedforward_norm.empty())
         add_norm(l.pre_feedforward_norm, blk + "ffn_norm.weight", c.hidden_size);
     } else {
-      add_norm(l.post_attention_norm, blk + "ffn_norm.weight", c.hidden_size);
+      // GLM-4 MoE's MLP input norm is llama.cpp's attn_post_norm.
+      add_norm(l.post_attention_norm,
+               blk + (arch.name == "glm4moe" ? "post_attention_norm" : "ffn_norm") + ".weight",
+               c.hidden_size);
     }
     if (!l.experts.empty()) {
       add_linear(l.router.at(0), blk + "ffn_gate_inp", 0);

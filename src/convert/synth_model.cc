@@ -124,13 +124,17 @@ std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
           {m.k_norm, dtype, {whole ? c.num_key_value_heads * c.head_dim : c.head_dim}});
     }
   }
-  // Ernie 4.5 MoE keeps its routers and their selection biases in f32, as transformers saves them.
+  // The selection biases in f32 as transformers saves them (Ernie 4.5's as one row), and Ernie 4.5
+  // MoE's routers too.
+  const bool ernie = c.architecture == "Ernie4_5_MoeForCausalLM";
   std::set<std::string> f32_modules;
   for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
     const LayerModules m = a.layer(layer);
     if (m.router_bias.empty()) continue;
-    tensors.push_back({m.router_bias, Dtype::F32, {1, a.experts}});
-    f32_modules.insert(m.router.at(0).name);
+    tensors.push_back(
+        {m.router_bias, Dtype::F32,
+         ernie ? std::vector<int64_t>{1, a.experts} : std::vector<int64_t>{a.experts}});
+    if (ernie) f32_modules.insert(m.router.at(0).name);
   }
   for (const LinearModule& m : a.linear_modules()) {
     const Dtype t = f32_modules.contains(m.name) ? Dtype::F32 : dtype;
@@ -225,6 +229,19 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     j["moe_layer_interval"] = c.decoder_sparse_step;
     j["moe_norm_min"] = c.moe_norm_min;
     j["moe_use_aux_free"] = c.moe_use_aux_free;
+  } else if (c.architecture == "Glm4MoeForCausalLM") {  // as GLM-4.5's config
+    j["n_routed_experts"] = c.num_experts;
+    j["num_experts_per_tok"] = c.num_experts_per_tok;
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["n_shared_experts"] = c.moe_num_shared_experts;
+    j["first_k_dense_replace"] = c.first_sparse_layer;
+    j["n_group"] = c.expert_groups;
+    j["topk_group"] = c.expert_groups_used;
+    j["routed_scaling_factor"] = c.routed_scaling_factor;
+    j["norm_topk_prob"] = c.norm_topk_prob;
+    j["use_qk_norm"] = c.use_qk_norm;
+    j["partial_rotary_factor"] = c.partial_rotary_factor;
+    j["num_nextn_predict_layers"] = c.num_nextn_predict_layers;
   } else if (c.num_experts > 0) {
     const bool qwen_moe =
         c.architecture == "Qwen2MoeForCausalLM" || c.architecture == "Qwen3MoeForCausalLM";

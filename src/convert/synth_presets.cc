@@ -29,7 +29,8 @@ enum class Arch {
   ministral3,
   ernie4_5,
   ernie4_5_moe,
-  glm4
+  glm4,
+  glm4_moe
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -51,8 +52,11 @@ struct Preset {
   // moe_intermediate_size; Mixtral's and OLMoE's is `intermediate`), the shared expert's.
   int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0, shared_intermediate = 0;
   bool norm_topk_prob = false;
-  // Ernie 4.5 MoE: its shared experts (each of the experts' size) and its first sparse layer.
+  // Ernie 4.5 MoE, GLM-4 MoE: the shared experts (each of the experts' size) and the first sparse
+  // layer; GLM-4 MoE's expert groups and the routing weights' factor.
   int64_t shared_experts = 0, first_sparse_layer = 0;
+  int64_t expert_groups = 1, expert_groups_used = 1;
+  double routed_scale = 1.0;
 };
 
 // The tiny mixtures: 8 experts of intermediate 64 (Mixtral 4), 2 per token.
@@ -145,6 +149,25 @@ constexpr Preset kPresets[] = {
      .expert_intermediate = 1536,
      .shared_experts = 2,
      .first_sparse_layer = 1},
+    {.name = "glm4.5-air",
+     .arch = Arch::glm4_moe,
+     .hidden = 4096,
+     .intermediate = 10944,
+     .layers = 46,
+     .heads = 96,
+     .kv_heads = 8,
+     .head_dim = 128,
+     .vocab = 151552,
+     .context = 131072,
+     .rope_theta = 1000000.0,
+     .tiny = false,
+     .experts = 128,
+     .experts_per_token = 8,
+     .expert_intermediate = 1408,
+     .norm_topk_prob = true,
+     .shared_experts = 1,
+     .first_sparse_layer = 1,
+     .routed_scale = 1.0},
     {.name = "olmoe-1b-7b",
      .arch = Arch::olmoe,
      .hidden = 2048,
@@ -298,6 +321,22 @@ constexpr Preset kPresets[] = {
      .expert_intermediate = 64,
      .shared_experts = 2,
      .first_sparse_layer = 1},
+    // GLM-4 MoE (GLM-4.5's form): a dense first layer, then 8 experts scored by sigmoid, 2 per
+    // token from the better of 2 groups by score plus selection bias, renormalized and scaled
+    // by 2.5, a shared expert; q/k/v biases, per-head q/k norms, half of each head rotated
+    // (rotate-half).
+    {.name = "tiny-glm4-moe",
+     .arch = Arch::glm4_moe,
+     .layers = 3,
+     .experts = 8,
+     .experts_per_token = 2,
+     .expert_intermediate = 64,
+     .norm_topk_prob = true,
+     .shared_experts = 1,
+     .first_sparse_layer = 1,
+     .expert_groups = 2,
+     .expert_groups_used = 1,
+     .routed_scale = 2.5},
     // GLM-4 (0414): norms before and after each sublayer, half of each head rotated in interleaved
     // pairs, q/k/v biases, fused gate_up_proj.
     {.name = "tiny-glm4", .arch = Arch::glm4},
@@ -379,6 +418,17 @@ SynthOptions options_of(const Preset& p) {
       c.architecture = "Glm4ForCausalLM", c.model_type = "glm4";
       c.attention_bias = true;
       c.partial_rotary_factor = 0.5;
+      break;
+    case Arch::glm4_moe:
+      c.architecture = "Glm4MoeForCausalLM", c.model_type = "glm4_moe";
+      c.attention_bias = true;
+      c.partial_rotary_factor = 0.5;
+      c.use_qk_norm = p.tiny;  // GLM-4.5's, not GLM-4.5-Air's
+      c.moe_num_shared_experts = p.shared_experts;
+      c.first_sparse_layer = p.first_sparse_layer;
+      c.expert_groups = p.expert_groups;
+      c.expert_groups_used = p.expert_groups_used;
+      c.routed_scaling_factor = p.routed_scale;
       break;
     case Arch::ernie4_5:
       c.architecture = "Ernie4_5ForCausalLM", c.model_type = "ernie4_5";

@@ -199,10 +199,12 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
   }
   // Ernie 4.5 MoE names the mixture's counts its own way; transformers maps the usual names onto
   // them, and where both are written the usual one is set last.
-  const bool ernie_moe = c.architecture == "Ernie4_5_MoeForCausalLM";
-  const char* experts_key = fields.has("num_experts") ? "num_experts"
-                            : ernie_moe               ? "moe_num_experts"
-                                                      : "num_local_experts";
+  const bool ernie_moe = c.architecture == "Ernie4_5_MoeForCausalLM",
+             glm4_moe = c.architecture == "Glm4MoeForCausalLM";
+  const char* experts_key = glm4_moe                    ? "n_routed_experts"
+                            : fields.has("num_experts") ? "num_experts"
+                            : ernie_moe                 ? "moe_num_experts"
+                                                        : "num_local_experts";
   c.num_experts = fields.integer(experts_key).value_or(0);
   if (c.num_experts < 0) fields.fail(experts_key, "must not be negative");
   const char* per_token_key =
@@ -228,6 +230,23 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     if (!(c.moe_norm_min >= 0 && std::isfinite(static_cast<float>(c.moe_norm_min))))
       fields.fail("moe_norm_min", "must be a number >= 0 in float's range");
     c.moe_use_aux_free = fields.boolean("moe_use_aux_free").value_or(false);
+  }
+  if (glm4_moe) {
+    const auto count = [&](const char* key, int64_t fallback) {
+      const int64_t v = fields.integer(key).value_or(fallback);
+      if (v < 0) fields.fail(key, "must not be negative");
+      return v;
+    };
+    c.moe_num_shared_experts = count("n_shared_experts", 0);
+    c.first_sparse_layer = count("first_k_dense_replace", 0);
+    c.num_nextn_predict_layers = count("num_nextn_predict_layers", 0);
+    c.expert_groups = positive(fields, "n_group", fields.integer("n_group").value_or(1));
+    c.expert_groups_used = positive(fields, "topk_group", fields.integer("topk_group").value_or(1));
+    c.routed_scaling_factor = fields.number("routed_scaling_factor").value_or(1.0);
+    if (!(c.routed_scaling_factor > 0) ||
+        !std::isnormal(static_cast<float>(c.routed_scaling_factor)))
+      fields.fail("routed_scaling_factor", "must be a positive number in float's range");
+    c.use_qk_norm = fields.boolean("use_qk_norm").value_or(false);
   }
   if (const nlohmann::json* only = fields.find("mlp_only_layers"); only != nullptr) {
     if (!only->is_array()) fields.fail("mlp_only_layers", "expected a list of layer indices");

@@ -80,12 +80,29 @@ const nlohmann::json& type_defaults(const std::string& model_type) {
                                               {"hidden_act", "silu"},
                                               {"use_bias", false},
                                               {"tie_word_embeddings", true}};
+  // Glm4MoeConfig's (GLM-4.5-Air's shape aside).
+  static const nlohmann::json glm4_moe = {{"n_routed_experts", 128},
+                                          {"num_experts_per_tok", 8},
+                                          {"moe_intermediate_size", 1408},
+                                          {"n_shared_experts", 1},
+                                          {"first_k_dense_replace", 1},
+                                          {"n_group", 1},
+                                          {"topk_group", 1},
+                                          {"routed_scaling_factor", 1.0},
+                                          {"norm_topk_prob", true},
+                                          {"use_qk_norm", false},
+                                          {"partial_rotary_factor", 0.5},
+                                          {"max_position_embeddings", 131072},
+                                          {"rms_norm_eps", 1e-5},
+                                          {"hidden_act", "silu"},
+                                          {"tie_word_embeddings", false}};
   // Olmo3Config's and Exaone4Config's window (a null one stays none).
   static const nlohmann::json windowed = {{"sliding_window", 4096}};
   if (model_type == "gemma3_text") return gemma3;
   if (model_type == "olmo3" || model_type == "exaone4") return windowed;
   if (model_type == "glm4") return glm4;
   if (model_type == "ernie4_5_moe") return ernie4_5_moe;
+  if (model_type == "glm4_moe") return glm4_moe;
   if (model_type == "mistral") return mistral;
   if (model_type == "ministral3") return ministral3;
   return none;

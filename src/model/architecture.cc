@@ -166,9 +166,9 @@ void check_rope(const ModelConfig& c, const std::string& file, Architecture& a) 
              "is a setting of rope_type 'yarn', not of '" + r.type + "'");
   }
   if (c.partial_rotary_factor != 1.0 && c.architecture != "Phi3ForCausalLM" &&
-      c.architecture != "Glm4ForCausalLM")
+      !c.architecture.starts_with("Glm4"))
     refuse(file, "partial_rotary_factor",
-           "dq4 rotates whole heads only (1.0) but for Phi-3 and GLM-4");
+           "dq4 rotates whole heads only (1.0) but for Phi-3, GLM-4 and GLM-4 MoE");
   if (!(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1))
     refuse(file, "partial_rotary_factor", "must be in (0, 1]");
   a.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
@@ -291,27 +291,55 @@ struct ExpertKeys {
 ExpertKeys expert_keys(const std::string& architecture) {
   if (architecture == "MixtralForCausalLM") return {"num_local_experts", "num_experts_per_tok"};
   if (architecture == "Ernie4_5_MoeForCausalLM") return {"moe_num_experts", "moe_k"};
+  if (architecture == "Glm4MoeForCausalLM") return {"n_routed_experts", "num_experts_per_tok"};
   return {"num_experts", "num_experts_per_tok"};
 }
 
-// The mixture-of-experts settings of Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE and Ernie 4.5 MoE.
+// GLM-4 MoE's expert groups, as transformers can run them (the top two of each group scored).
+void check_expert_groups(const ModelConfig& c, const std::string& file, ExpertRouting& r) {
+  if (c.num_experts % c.expert_groups != 0 ||
+      (c.expert_groups > 1 && c.num_experts / c.expert_groups < 2))
+    refuse(file, "n_group", "must divide n_routed_experts into groups of 2 or more");
+  if (c.expert_groups_used > c.expert_groups)
+    refuse(file, "topk_group", "must be between 1 and n_group");
+  if (c.num_experts_per_tok > c.expert_groups_used * (c.num_experts / c.expert_groups))
+    refuse(file, "num_experts_per_tok", "more than the experts of topk_group groups");
+  r.groups = c.expert_groups;
+  r.groups_used = c.expert_groups_used;
+}
+
+// The mixture-of-experts settings of Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, Ernie 4.5 MoE and GLM-4
+// MoE.
 void check_experts(const ModelConfig& c, const std::string& file, Architecture& a) {
   const std::string& arch = c.architecture;
-  const bool mixtral = arch == "MixtralForCausalLM", ernie = arch == "Ernie4_5_MoeForCausalLM";
+  const bool mixtral = arch == "MixtralForCausalLM", ernie = arch == "Ernie4_5_MoeForCausalLM",
+             glm = arch == "Glm4MoeForCausalLM";
   const ExpertKeys keys = expert_keys(arch);
-  if (c.num_experts <= 0) refuse(file, keys.experts, "missing or not positive");
+  if (c.num_experts <= 0 || c.num_experts > kMaxExperts)
+    refuse(file, keys.experts, "must be between 1 and " + std::to_string(kMaxExperts));
   if (c.num_experts_per_tok <= 0 || c.num_experts_per_tok > c.num_experts)
     refuse(file, keys.per_token,
            "must be between 1 and " + std::string(keys.experts) + " (" +
                std::to_string(c.num_experts) + ")");
   a.experts = c.num_experts;
   a.experts_per_token = c.num_experts_per_tok;
+  ExpertRouting& r = a.routing;
   // Mixtral always renormalizes (its softmax over the top-k logits), Ernie 4.5 by the sum or
   // moe_norm_min, whichever is larger; the others as configured.
-  a.norm_topk_prob = mixtral || ernie || c.norm_topk_prob;
-  if (ernie) a.routing_norm_min = static_cast<float>(c.moe_norm_min);
+  r.renormalize = mixtral || ernie || c.norm_topk_prob;
+  if (ernie) {
+    r.norm_min = static_cast<float>(c.moe_norm_min);
+    r.bias_required = c.moe_use_aux_free;
+  }
+  if (glm) {
+    r.sigmoid = true;
+    r.norm_epsilon = 1e-20f;
+    r.scale = static_cast<float>(c.routed_scaling_factor);
+    r.bias_required = true;
+    check_expert_groups(c, file, r);
+  }
   a.expert_intermediate = c.intermediate_size;
-  if (arch.starts_with("Qwen") || ernie) {
+  if (arch.starts_with("Qwen") || ernie || glm) {
     if (c.moe_intermediate_size <= 0)
       refuse(file, "moe_intermediate_size", "missing or not positive");
     a.expert_intermediate = c.moe_intermediate_size;
@@ -322,13 +350,14 @@ void check_experts(const ModelConfig& c, const std::string& file, Architecture& 
     a.shared_expert_intermediate = c.shared_expert_intermediate_size;
     a.shared_expert_gated = true;
   }
-  if (ernie) {
+  if (ernie || glm) {
     // One MLP as wide as the shared experts together, added ungated.
     if (c.moe_num_shared_experts > (int64_t{1} << 30) / c.moe_intermediate_size)
-      refuse(file, "moe_num_shared_experts", "too many for moe_intermediate_size");
+      refuse(file, ernie ? "moe_num_shared_experts" : "n_shared_experts",
+             "too many for moe_intermediate_size");
     a.shared_expert_intermediate = c.moe_num_shared_experts * c.moe_intermediate_size;
-    if (c.mlp_bias) refuse(file, "use_bias", "biases in a mixture of experts are not run");
   }
+  if (ernie && c.mlp_bias) refuse(file, "use_bias", "biases in a mixture of experts are not run");
 }
 
 }  // namespace
@@ -353,10 +382,11 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              smollm3 = arch == "SmolLM3ForCausalLM", olmo3 = arch == "Olmo3ForCausalLM",
              olmo2 = arch == "Olmo2ForCausalLM" || olmo3, exaone4 = arch == "Exaone4ForCausalLM",
              ernie_moe = arch == "Ernie4_5_MoeForCausalLM",
-             ernie = arch == "Ernie4_5ForCausalLM" || ernie_moe, glm4 = arch == "Glm4ForCausalLM";
-  const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe || ernie_moe;
+             ernie = arch == "Ernie4_5ForCausalLM" || ernie_moe, glm4 = arch == "Glm4ForCausalLM",
+             glm4_moe = arch == "Glm4MoeForCausalLM";
+  const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe || ernie_moe || glm4_moe;
   if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite &&
-      !smollm3 && !olmo2 && !exaone4 && !ernie && !glm4)
+      !smollm3 && !olmo2 && !exaone4 && !ernie && !glm4 && !glm4_moe)
     refuse(file, "architectures",
            "'" + arch +
                "' is not supported (dq4 runs LlamaForCausalLM, MistralForCausalLM, "
@@ -365,20 +395,22 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
                "Gemma3ForConditionalGeneration (text), Phi3ForCausalLM, GraniteForCausalLM, "
                "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM, Exaone4ForCausalLM, "
                "Mistral3ForConditionalGeneration (text), Ministral3ForCausalLM, "
-               "Ernie4_5ForCausalLM, Ernie4_5_MoeForCausalLM, Glm4ForCausalLM)");
+               "Ernie4_5ForCausalLM, Ernie4_5_MoeForCausalLM, Glm4ForCausalLM, "
+               "Glm4MoeForCausalLM)");
   if (arch == "Mistral3ForConditionalGeneration" && c.model_type != "mistral" &&
       c.model_type != "ministral3")
     refuse(file, "text_config.model_type",
            "'" + c.model_type + "' is not supported (dq4 runs mistral and ministral3)");
   const auto own_key = [&](std::string_view key) {
     return ((gemma2 || gemma3) && gemma_key(key)) || (granite && granite_key(key)) ||
-           (smollm3 && smollm3_key(key));
+           (smollm3 && smollm3_key(key)) || (glm4_moe && key == "use_qk_norm");
   };
   for (const std::string& key : c.keys) {
     if (unsupported_keys().contains(key) && !own_key(key))
       refuse(file, key, "changes the forward pass in a way dq4 does not implement");
     if (!moe && (key == "num_experts" || key == "num_local_experts" || key == "moe_num_experts" ||
-                 key == "moe_intermediate_size" || key == "shared_expert_intermediate_size"))
+                 key == "n_routed_experts" || key == "moe_intermediate_size" ||
+                 key == "shared_expert_intermediate_size"))
       refuse(file, key, "experts are run for the mixture-of-experts architectures only");
   }
   if (moe) check_experts(c, file, a);
@@ -399,13 +431,13 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   if (!gemma3 && !olmo3 && c.rope_local_base_freq > 0 && c.rope_local_base_freq != c.rope_theta)
     refuse(file, "rope_local_base_freq",
            "a rope base of the sliding layers' own runs for Gemma 3 and OLMo 3 only");
-  a.qk_norm = qwen3 || olmoe || olmo2 || exaone4;
+  a.qk_norm = qwen3 || olmoe || olmo2 || exaone4 || (glm4_moe && c.use_qk_norm);
   a.qk_norm_whole = olmoe || olmo2;
   a.post_norms = olmo2 || exaone4 || glm4;
   a.rope_interleaved = ernie || glm4;
   // Qwen2's q/k/v always have biases and its o_proj never has one, whatever attention_bias says.
   a.qkv_bias = qwen2 || c.attention_bias;
-  a.o_bias = !qwen2 && !glm4 && c.attention_bias;
+  a.o_bias = !qwen2 && !glm4 && !glm4_moe && c.attention_bias;
   a.attention_scale = static_cast<float>(1.0 / std::sqrt(static_cast<float>(c.head_dim)));
   if (granite) {
     // transformers' GraniteConfig defaults every multiplier to 1 (the attention's too).
@@ -471,12 +503,14 @@ Architecture Architecture::read(const ModelConfig& config, const Checkpoint& che
   if (a.prefix == "language_model.model." &&
       checkpoint.find("model.language_model.embed_tokens.weight") != nullptr)
     a.name_text_model("model.language_model.", "lm_head");
-  // Layers past the config's count would be left out silently (vLLM and llama.cpp refuse them).
-  const std::string past = a.prefix + "layers." + std::to_string(config.num_hidden_layers) + ".";
+  // Layers past the config's count would be left out silently (vLLM and llama.cpp refuse them);
+  // GLM-4 MoE's multi-token-prediction layers follow the decoder's and are not run.
+  const int64_t stored = config.num_hidden_layers + config.num_nextn_predict_layers;
+  const std::string past = a.prefix + "layers." + std::to_string(stored) + ".";
   if (checkpoint.has_prefix(past))
-    refuse(checkpoint.dir() + "/config.json", "num_hidden_layers",
-           std::to_string(config.num_hidden_layers) + " layers, but the checkpoint also holds " +
-               past + "*");
+    refuse(checkpoint.dir() + "/config.json",
+           config.num_nextn_predict_layers > 0 ? "num_nextn_predict_layers" : "num_hidden_layers",
+           std::to_string(stored) + " layers, but the checkpoint also holds " + past + "*");
   if (a.experts > 0) a.check_expert_count(checkpoint);
   return a;
 }
@@ -596,6 +630,7 @@ LayerModules Architecture::layer(int64_t index) const {
   }
   if (c.architecture == "Ernie4_5_MoeForCausalLM")
     m.router_bias = moe + "moe_statics.e_score_correction_bias";
+  if (c.architecture == "Glm4MoeForCausalLM") m.router_bias = moe + "gate.e_score_correction_bias";
   return m;
 }
 

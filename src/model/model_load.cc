@@ -26,14 +26,17 @@ void check_biases(const Checkpoint& checkpoint, const std::vector<LinearModule>&
                   " holds no tensor '" + m.name + ".bias'");
 }
 
-// Ernie 4.5 MoE's selection bias; absent, none (transformers would start it at zero), unless
-// moe_use_aux_free says the model was trained to be routed with it.
+// A router's selection bias. Ernie 4.5's may be absent, which is none (transformers would start it
+// at zero), unless moe_use_aux_free says the model was trained to be routed with it; GLM-4 MoE's is
+// always there.
 std::vector<float> selection_bias(const Checkpoint& checkpoint, const std::string& name,
                                   const Architecture& a) {
   if (checkpoint.find(name) == nullptr) {
-    if (!a.config.moe_use_aux_free) return {};
-    throw Error("tensor '" + name + "': config.json sets moe_use_aux_free, but " +
-                checkpoint.dir() + " holds no such tensor (the router's selection bias)");
+    if (!a.routing.bias_required) return {};
+    const bool ernie = a.config.architecture == "Ernie4_5_MoeForCausalLM";
+    throw Error("tensor '" + name + "': the router's selection bias is missing from " +
+                checkpoint.dir() +
+                (ernie ? " (config.json sets moe_use_aux_free)" : " (GLM-4 MoE routes with it)"));
   }
   std::vector<float> bias = model::read_vector(checkpoint, name, a.experts, true);
   for (float b : bias)

@@ -1,6 +1,7 @@
-// A sparse layer's MLP, as Hugging Face's Qwen2-MoE / Qwen3-MoE / Mixtral / OLMoE / Ernie 4.5 MoE
-// blocks compute it: each token's top-k experts' SwiGLU outputs, weighted by the router, summed in
-// expert order, plus the shared expert (Qwen2-MoE's times sigmoid(its gate), Ernie 4.5's as it is):
+// A sparse layer's MLP, as Hugging Face's Qwen2-MoE / Qwen3-MoE / Mixtral / OLMoE / Ernie 4.5 MoE /
+// GLM-4 MoE blocks compute it: each token's top-k experts' SwiGLU outputs, weighted by the router,
+// summed in expert order, plus the shared expert (Qwen2-MoE's times sigmoid(its gate), the others'
+// as it is):
 //
 //   [norm | router | softmax, top-k]  (the rows grouped by expert: on this thread)
 //   [quantize each row once | copy to its experts' rows | experts' gate/up | silu]
@@ -35,10 +36,8 @@ void moe_mlp(Model::Impl& m, const DecoderLayer& layer, float* x, float* h, int6
   const int64_t inter = a.expert_intermediate;
   const bool shared = layer.has_mlp();
   const int64_t router_cols = layer.router.out_features();  // experts (+ the shared gate)
-  const RoutingRule rule{
-      .renormalize = a.norm_topk_prob,
-      .norm_min = a.routing_norm_min,
-      .selection_bias = layer.selection_bias.empty() ? nullptr : layer.selection_bias.data()};
+  const float* selection_bias =
+      layer.selection_bias.empty() ? nullptr : layer.selection_bias.data();
 
   // The router, then each row's choice.
   float* router = sized(ws.router, rows * router_cols);
@@ -46,7 +45,7 @@ void moe_mlp(Model::Impl& m, const DecoderLayer& layer, float* x, float* h, int6
   float* choice_weight = sized(ws.choice_weight, rows * k);
   const auto route = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      route_token(router + r * router_cols, experts, k, rule, choice + r * k,
+      route_token(router + r * router_cols, experts, k, a.routing, selection_bias, choice + r * k,
                   choice_weight + r * k);
   };
   layer.router.forward(h, rows, hidden, router, router_cols, &pool,

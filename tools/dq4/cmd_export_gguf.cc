@@ -15,9 +15,10 @@ int run_export_gguf(int argc, char** argv, int first) {
       "export-gguf",
       "Writes the model in IN_DIR (Llama, Mistral, Qwen2, Qwen3, Gemma 2 / 3, Granite, SmolLM3,\n"
       "OLMo 2 / 3, EXAONE 4, Mistral 3 / Ministral 3 (text), Ernie 4.5, GLM-4, Phi-3, and the\n"
-      "mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, Ernie 4.5 MoE, their experts\n"
-      "stacked) as one GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and lays it\n"
-      "out. A W4A8 or W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the same\n"
+      "mixtures of experts Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE, Ernie 4.5 MoE, GLM-4 MoE, their\n"
+      "experts stacked) as one GGUF file for llama.cpp, as its convert_hf_to_gguf.py names and\n"
+      "lays it out. A W4A8 or W4A16 group-32 compressed-tensors checkpoint becomes Q4_0 with the "
+      "same\n"
       "int4 values and scales (a scale f16 cannot hold exactly is an error, so are other group\n"
       "sizes); its other tensors keep their dtype, norms and biases become F32. An unquantized\n"
       "model becomes an F32 GGUF. The tokenizer goes in as llama.cpp's vocabulary metadata.");

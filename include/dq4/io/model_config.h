@@ -65,15 +65,23 @@ struct ModelConfig {
   // Qwen (Ernie 4.5: moe_layer_interval): every step-th layer is sparse.
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;  // Qwen: layers kept dense
-  // Ernie 4.5 MoE (moe_num_experts, moe_k and moe_intermediate_size read into the fields above):
-  // its shared experts (one MLP of moe_num_shared_experts times moe_intermediate_size), the range
-  // of sparse layers (moe_layer_start_index, moe_layer_end_index; -1 = to the last layer), the
-  // routing weights' least divisor (moe_norm_min) and whether its router's selection bias must be
-  // in the checkpoint (moe_use_aux_free).
+  // Ernie 4.5 MoE (moe_num_experts and moe_k read into the fields above) and GLM-4 MoE
+  // (n_routed_experts): the shared experts, one MLP of that many times moe_intermediate_size
+  // (moe_num_shared_experts, n_shared_experts); the range of sparse layers (moe_layer_start_index
+  // or first_k_dense_replace, moe_layer_end_index; -1 = to the last layer). Ernie's routing
+  // weights' least divisor (moe_norm_min) and whether its router's selection bias must be in the
+  // checkpoint (moe_use_aux_free). GLM's expert groups (n_group) of which a token's experts come
+  // from the best topk_group, the routing weights' factor (routed_scaling_factor), per-head q/k
+  // norms (use_qk_norm) and the multi-token-prediction layers stored after the decoder's
+  // (num_nextn_predict_layers), which are not run.
   int64_t moe_num_shared_experts = 0;
   int64_t first_sparse_layer = 0, last_sparse_layer = -1;
   double moe_norm_min = 0;
   bool moe_use_aux_free = false;
+  int64_t expert_groups = 1, expert_groups_used = 1;
+  double routed_scaling_factor = 1.0;
+  bool use_qk_norm = false;
+  int64_t num_nextn_predict_layers = 0;
 
   std::vector<int32_t> eos_token_ids;  // eos_token_id, a number or a list; may be empty
   int32_t bos_token_id = -1;           // -1 when absent

@@ -44,10 +44,27 @@ struct LayerModules {
   // ([1, hidden]) after it, which read the same input; empty in dense layers.
   std::vector<LinearModule> router;
   std::vector<ExpertModules> experts;
-  // Ernie 4.5 MoE: the router's selection bias (mlp.moe_statics.e_score_correction_bias,
-  // [1, experts]), added to the probabilities to choose the experts, not to weight them; empty
-  // for the others.
+  // Ernie 4.5 MoE and GLM-4 MoE: the router's selection bias
+  // (mlp.moe_statics.e_score_correction_bias, [1, experts]; GLM: mlp.gate.e_score_correction_bias,
+  // [experts]), added to the scores to choose the experts, not to weight them; empty for the
+  // others.
   std::string router_bias;
+};
+
+// The most experts a sparse layer may have (the largest released mixtures have 512).
+constexpr int64_t kMaxExperts = 1024;
+
+// How a sparse layer's router chooses and weights a token's experts (src/model/routing.h).
+struct ExpertRouting {
+  bool sigmoid = false;      // GLM-4 MoE: each expert's sigmoid; else the softmax over experts
+  bool renormalize = false;  // the chosen weights divided by their sum (norm_topk_prob)
+  float norm_min = 0;        // Ernie 4.5: the least divisor (moe_norm_min)
+  float norm_epsilon = 0;    // GLM-4 MoE: added to the sum before dividing
+  float scale = 1;           // GLM-4 MoE: the weights' factor (routed_scaling_factor)
+  // GLM-4 MoE: the experts in `groups` equal groups, a token's chosen from the `groups_used`
+  // groups whose two best scores sum highest.
+  int64_t groups = 1, groups_used = 1;
+  bool bias_required = false;  // the checkpoint must hold LayerModules::router_bias
 };
 
 enum class RopeVariant { plain, linear, llama3, longrope, yarn };
@@ -69,13 +86,11 @@ struct Architecture {
   // Ernie 4.5, GLM-4: each head's rotated pairs are adjacent (2i, 2i + 1), not i and i + half.
   bool rope_interleaved = false;
   // Mixture of experts: experts per sparse layer (0: dense model), the experts a token uses, the
-  // experts' intermediate size, whether the top-k routing weights are renormalized to sum to 1
-  // (divided by their sum, or by routing_norm_min where the sum is smaller: Ernie 4.5), the
-  // shared expert (its intermediate size; 0: none) and whether a sigmoid gate scales it
-  // (Qwen2-MoE's does, Ernie 4.5's is added as it is).
+  // experts' intermediate size, the router's rule, the shared expert (its intermediate size; 0:
+  // none) and whether a sigmoid gate scales it (Qwen2-MoE's does, Ernie 4.5's and GLM-4 MoE's are
+  // added as they are).
   int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0;
-  bool norm_topk_prob = false;
-  float routing_norm_min = 0;
+  ExpertRouting routing;
   int64_t shared_expert_intermediate = 0;
   bool shared_expert_gated = false;
 
