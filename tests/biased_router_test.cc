@@ -196,12 +196,14 @@ TEST(ErnieMoeConfig, RefusesWhatItDoesNotRunNamingTheField) {
     test::expect_error([&] { ernie_moe(extra); }, {"config.json", field});
 }
 
-// The tiny model (F32) with its checkpoint's tensors passed through `edit` (which may drop one
-// by returning false) and its config's fields through `config_edit`.
-std::string tiny_ernie_moe(const ScratchDir& scratch, const std::string& name,
-                           const std::function<bool(test::TestTensor&)>& edit,
-                           const std::function<void(nlohmann::json&)>& config_edit = nullptr) {
-  SynthOptions o = synth_preset("tiny-ernie4_5-moe");
+// The tiny preset (F32) in scratch/name, its checkpoint's tensors passed through `edit` (which
+// may drop one by returning false) with `added` after them, its config's fields through
+// `config_edit`.
+std::string tiny_edited(const ScratchDir& scratch, const std::string& preset,
+                        const std::string& name, const std::function<bool(test::TestTensor&)>& edit,
+                        const std::function<void(nlohmann::json&)>& config_edit = nullptr,
+                        const std::vector<test::TestTensor>& added = {}) {
+  SynthOptions o = synth_preset(preset);
   o.dtype = Dtype::F32;
   o.output_dir = scratch.file(name);
   write_synthetic_model(o);
@@ -214,6 +216,7 @@ std::string tiny_ernie_moe(const ScratchDir& scratch, const std::string& name,
       if (edit(copy)) tensors.push_back(std::move(copy));
     }
   }
+  tensors.insert(tensors.end(), added.begin(), added.end());
   test::write_safetensors(o.output_dir + "/model.safetensors", tensors);
   if (config_edit) {
     nlohmann::json config = nlohmann::json::parse(std::ifstream(o.output_dir + "/config.json"));
@@ -221,6 +224,12 @@ std::string tiny_ernie_moe(const ScratchDir& scratch, const std::string& name,
     std::ofstream(o.output_dir + "/config.json") << config.dump(2);
   }
   return o.output_dir;
+}
+
+std::string tiny_ernie_moe(const ScratchDir& scratch, const std::string& name,
+                           const std::function<bool(test::TestTensor&)>& edit,
+                           const std::function<void(nlohmann::json&)>& config_edit = nullptr) {
+  return tiny_edited(scratch, "tiny-ernie4_5-moe", name, edit, config_edit);
 }
 
 std::vector<float> last_logits(Model& model) {
@@ -369,35 +378,21 @@ TEST(Glm4MoeConfig, RefusesWhatItDoesNotRunNamingTheField) {
 // when the config counts it, refused when it does not; the selection bias must be there.
 TEST(Glm4MoeCheckpoint, PredictionLayersAfterTheDecoderAndTheSelectionBias) {
   ScratchDir scratch;
-  SynthOptions o = synth_preset("tiny-glm4-moe");
-  o.dtype = Dtype::F32;
-  o.output_dir = scratch.file("glm");
-  write_synthetic_model(o);
-  const std::string dir = o.output_dir;
-  std::vector<test::TestTensor> tensors;
-  {
-    const Checkpoint ckpt = Checkpoint::open_dir(dir);
-    for (const std::string& n : ckpt.names()) {
-      const TensorView& t = ckpt.tensor(n);
-      tensors.push_back({n, "F32", t.shape, {t.data, t.data + t.bytes}});
-    }
-  }
-  std::vector<float> reference = last_logits(*Model::load(dir));
-  std::vector<test::TestTensor> with_mtp = tensors;
-  with_mtp.push_back({"model.layers.3.eh_proj.weight", "F32", {2, 2}, std::vector<uint8_t>(16)});
-  test::write_safetensors(dir + "/model.safetensors", with_mtp);
-  test::expect_error([&] { Model::load(dir); },
+  const std::string preset = "tiny-glm4-moe";
+  const auto keep = [](test::TestTensor&) { return true; };
+  const std::vector<float> reference =
+      last_logits(*Model::load(tiny_edited(scratch, preset, "a", keep)));
+  const std::vector<test::TestTensor> mtp = {
+      {"model.layers.3.eh_proj.weight", "F32", {2, 2}, std::vector<uint8_t>(16)}};
+  test::expect_error([&] { Model::load(tiny_edited(scratch, preset, "b", keep, nullptr, mtp)); },
                      {"config.json", "num_hidden_layers", "model.layers.3."});
-  nlohmann::json config = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
-  config["num_nextn_predict_layers"] = 1;
-  std::ofstream(dir + "/config.json") << config.dump(2);
-  EXPECT_EQ(last_logits(*Model::load(dir)), reference);
-
-  std::vector<test::TestTensor> no_bias;
-  for (const test::TestTensor& t : tensors)
-    if (t.name != "model.layers.2.mlp.gate.e_score_correction_bias") no_bias.push_back(t);
-  test::write_safetensors(dir + "/model.safetensors", no_bias);
-  test::expect_error([&] { Model::load(dir); },
+  const auto one_more = [](nlohmann::json& c) { c["num_nextn_predict_layers"] = 1; };
+  EXPECT_EQ(last_logits(*Model::load(tiny_edited(scratch, preset, "c", keep, one_more, mtp))),
+            reference);
+  const auto drop = [](test::TestTensor& t) {
+    return t.name != "model.layers.2.mlp.gate.e_score_correction_bias";
+  };
+  test::expect_error([&] { Model::load(tiny_edited(scratch, preset, "d", drop)); },
                      {"model.layers.2.mlp.gate.e_score_correction_bias", "missing"});
 }
 
