@@ -116,13 +116,19 @@ TEST(Routing, ExpertsOfOtherGroupsScoreZero) {
   EXPECT_EQ(chosen[1], 5);
 }
 
-Architecture ernie_moe(const std::string& extra) {
-  const std::string json = R"({"architectures": ["Ernie4_5_MoeForCausalLM"],
-    "model_type": "ernie4_5_moe", "hidden_size": 64, "intermediate_size": 256,
-    "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "vocab_size": 256)" + extra +
-                           "}";
+// A small config of `architecture` with `layers` layers and the `extra` fields.
+Architecture small(const std::string& architecture, const std::string& model_type, int layers,
+                   const std::string& extra) {
+  const std::string json = R"({"architectures": [")" + architecture + R"("], "model_type": ")" +
+                           model_type + R"(", "hidden_size": 64, "intermediate_size": 256,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 256,
+    "num_hidden_layers": )" +
+                           std::to_string(layers) + extra + "}";
   return Architecture::from_config(ModelConfig::parse(json, "config.json"), "config.json");
+}
+
+Architecture ernie_moe(const std::string& extra) {
+  return small("Ernie4_5_MoeForCausalLM", "ernie4_5_moe", 6, extra);
 }
 
 // The released configs' fields, and transformers' Ernie4_5_MoeConfig defaults for those left out.
@@ -293,11 +299,7 @@ TEST(ErnieMoeCheckpoint, SelectionBiasRequiredOnlyWithAuxFreeRouting) {
 }
 
 Architecture glm4_moe(const std::string& extra) {
-  const std::string json = R"({"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe",
-    "hidden_size": 64, "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 256)" +
-                           extra + "}";
-  return Architecture::from_config(ModelConfig::parse(json, "config.json"), "config.json");
+  return small("Glm4MoeForCausalLM", "glm4_moe", 4, extra);
 }
 
 // GLM-4.5's config names, and Glm4MoeConfig's defaults for those left out.
