@@ -587,6 +587,26 @@ TEST_F(ChatTemplateDirectory, ChatTemplateJinjaWins) {
   EXPECT_EQ(ChatTemplate::from_tokenizer_config(dir_.string()).render("[]", true), "jinja </s>");
 }
 
+// A multimodal repository may keep the template in its processor's chat_template.json only; the
+// tokenizer's own template comes first, as in transformers and vLLM.
+TEST_F(ChatTemplateDirectory, ProcessorChatTemplateJsonIsTheLastResort) {
+  write("chat_template.json", R"({"chat_template": "processor {{ eos_token }}"})");
+  write("tokenizer_config.json", R"({"eos_token": "</s>"})");
+  EXPECT_EQ(ChatTemplate::from_tokenizer_config(dir_.string()).render("[]", false),
+            "processor </s>");
+  write("tokenizer_config.json", R"({"eos_token": "</s>", "chat_template": "config"})");
+  EXPECT_EQ(ChatTemplate::from_tokenizer_config(dir_.string()).render("[]", false), "config");
+  std::filesystem::remove(dir_ / "tokenizer_config.json");
+  EXPECT_EQ(ChatTemplate::find_source(dir_.string()), "processor {{ eos_token }}");
+  write("chat_template.json", R"({"chat_template": 7})");
+  expect_error([&] { ChatTemplate::find_source(dir_.string()); },
+               {"chat_template.json", "must be a string"});
+  std::filesystem::remove(dir_ / "chat_template.json");
+  EXPECT_EQ(ChatTemplate::find_source(dir_.string()), std::nullopt);
+  expect_error([&] { ChatTemplate::from_tokenizer_config(dir_.string()); },
+               "has no tokenizer_config.json, chat_template.jinja or chat_template.json");
+}
+
 TEST_F(ChatTemplateDirectory, BadConfigsAreClearErrors) {
   write("tokenizer_config.json", R"({"chat_template": [{"name": "rag", "template": "x"}]})");
   expect_error([&] { ChatTemplate::from_tokenizer_config(dir_.string()); },

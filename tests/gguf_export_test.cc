@@ -472,6 +472,22 @@ TEST(GgufExport, SentencePieceVocabulary) {
   EXPECT_EQ(g.get<uint32_t>("general.file_type"), 0u);
 }
 
+// A template kept only in a multimodal processor's chat_template.json goes in too.
+TEST(GgufExport, ProcessorChatTemplate) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-granite", Dtype::F32);
+  nlohmann::json config = nlohmann::json::parse(read_file(in + "/tokenizer_config.json"));
+  const nlohmann::json chat_template = config["chat_template"];
+  config.erase("chat_template");
+  write_file(in + "/tokenizer_config.json", config.dump());
+  EXPECT_FALSE(
+      export_to(in, scratch.file("none.gguf")).metadata.contains("tokenizer.chat_template"));
+  write_file(in + "/chat_template.json", nlohmann::json{{"chat_template", chat_template}}.dump());
+  EXPECT_EQ(
+      export_to(in, scratch.file("processor.gguf")).get<std::string>("tokenizer.chat_template"),
+      chat_template);
+}
+
 TEST(GgufExport, RefusalsNameTheFault) {
   ScratchDir scratch;
   const std::string bf16 = synth(scratch, "tiny", Dtype::BF16);

@@ -12,6 +12,7 @@
 
 #include "dq4/io/text_file.h"
 #include "dq4/kernels/error.h"
+#include "dq4/tokenizer/chat_template.h"
 
 namespace dq4::model {
 namespace {
@@ -179,11 +180,8 @@ void add_gguf_vocab(const std::string& model_dir, const ModelConfig& config, Ggu
           : post_processor_adds_bos(tok["post_processor"]);
   writer.add_bool("tokenizer.ggml.add_bos_token", add_bos);
 
-  const std::string jinja = model_dir + "/chat_template.jinja";
-  if (std::filesystem::exists(jinja))
-    writer.add_string("tokenizer.chat_template", io::read_text_file(jinja, "export-gguf"));
-  else if (tok_config.contains("chat_template") && tok_config["chat_template"].is_string())
-    writer.add_string("tokenizer.chat_template", tok_config["chat_template"].get<std::string>());
+  if (const std::optional<std::string> chat_template = ChatTemplate::find_source(model_dir))
+    writer.add_string("tokenizer.chat_template", *chat_template);
 }
 
 }  // namespace dq4::model

@@ -40,13 +40,14 @@ nlohmann::json parse_config(const fs::path& path) {
   }
 }
 
-// A tokenizer_config.json "chat_template": a string, or a list of {"name", "template"} of
-// which transformers uses "default".
+// A tokenizer_config.json (or chat_template.json) "chat_template": a string, or a list of
+// {"name", "template"} of which transformers uses "default".
 std::string template_of(const nlohmann::json& config, const fs::path& path) {
   const auto it = config.find("chat_template");
   if (it == config.end() || it->is_null())
     throw Error(path.string() +
-                ": has no \"chat_template\" (and no chat_template.jinja beside it)");
+                ": has no \"chat_template\" (and no chat_template.jinja or chat_template.json "
+                "beside it)");
   if (it->is_string()) return it->get<std::string>();
   if (it->is_array()) {
     std::string names;
@@ -88,19 +89,38 @@ ChatTemplate ChatTemplate::from_source(std::string_view source) {
   return t;
 }
 
+std::optional<std::string> ChatTemplate::find_source(const std::string& dir) {
+  const fs::path given(dir);
+  std::error_code ec;
+  const fs::path jinja_path = given / "chat_template.jinja";
+  if (fs::exists(jinja_path, ec)) return read_file(jinja_path);
+  const fs::path config_path = given / "tokenizer_config.json";
+  if (fs::exists(config_path, ec)) {
+    const nlohmann::json config = parse_config(config_path);
+    if (const auto it = config.find("chat_template"); it != config.end() && !it->is_null())
+      return template_of(config, config_path);
+  }
+  // A multimodal repository's processor keeps it there (vLLM falls back to it too).
+  const fs::path processor_path = given / "chat_template.json";
+  if (fs::exists(processor_path, ec))
+    return template_of(parse_config(processor_path), processor_path);
+  return std::nullopt;
+}
+
 ChatTemplate ChatTemplate::from_tokenizer_config(const std::string& path_or_dir) {
   const fs::path given(path_or_dir);
   std::error_code ec;
   if (fs::is_directory(given, ec)) {
     const fs::path config_path = given / "tokenizer_config.json";
-    const fs::path jinja_path = given / "chat_template.jinja";
-    const bool has_config = fs::exists(config_path, ec);
-    const nlohmann::json config = has_config ? parse_config(config_path) : nlohmann::json::object();
-    if (!has_config && !fs::exists(jinja_path, ec))
-      throw Error(path_or_dir + ": has neither tokenizer_config.json nor chat_template.jinja");
-    ChatTemplate t = from_source(fs::exists(jinja_path, ec) ? read_file(jinja_path)
-                                                            : template_of(config, config_path));
-    t.special_tokens_ = special_tokens_of(config);
+    const std::optional<std::string> source = find_source(path_or_dir);
+    if (!source) {
+      if (!fs::exists(config_path, ec))
+        throw Error(path_or_dir +
+                    ": has no tokenizer_config.json, chat_template.jinja or chat_template.json");
+      template_of(nlohmann::json::object(), config_path);  // throws, naming what is missing
+    }
+    ChatTemplate t = from_source(*source);
+    t.special_tokens_ = read_special_tokens(path_or_dir);
     return t;
   }
   if (!fs::exists(given, ec)) throw Error(path_or_dir + ": no such file or directory");

@@ -14,11 +14,12 @@ namespace dq4::cli {
 
 int run_chat_template(int argc, char** argv, int first) {
   Args args("chat-template",
-            "Renders the chat template of a model directory (tokenizer_config.json or\n"
-            "chat_template.jinja) for the conversation on stdin, as transformers'\n"
-            "apply_chat_template(tokenize=False) does, and prints the text exactly (no newline\n"
-            "added). stdin: a JSON object {\"messages\": [...], \"tools\": [...], ...other\n"
-            "template variables} or a bare array of messages.");
+            "Renders the chat template of a model directory (chat_template.jinja,\n"
+            "tokenizer_config.json or a multimodal processor's chat_template.json) for the\n"
+            "conversation on stdin, as transformers' apply_chat_template(tokenize=False) does,\n"
+            "and prints the text exactly (no newline added). stdin: a JSON object\n"
+            "{\"messages\": [...], \"tools\": [...], ...other template variables} or a bare\n"
+            "array of messages.");
   args.option("tokenizer", "DIR", "model or tokenizer directory (or its tokenizer_config.json)")
       .short_name('t', "tokenizer")
       .option("template", "FILE", "use this Jinja template file instead of the model's")

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,11 +19,15 @@ namespace dq4 {
 
 class ChatTemplate {
  public:
-  // The template of a model directory (chat_template.jinja if present, else the
-  // "chat_template" of tokenizer_config.json; a list of named templates gives "default") or of
-  // a tokenizer_config.json file, with the special tokens it names (bos_token, eos_token,
-  // unk_token, pad_token, ...: strings or {"content": ...} objects; null ones are left out).
+  // The template of a model directory (find_source) or of a tokenizer_config.json file, with the
+  // special tokens tokenizer_config.json names (bos_token, eos_token, unk_token, pad_token, ...:
+  // strings or {"content": ...} objects; null ones are left out).
   static ChatTemplate from_tokenizer_config(const std::string& path_or_dir);
+  // The template source of a model directory where transformers and vLLM look for it:
+  // chat_template.jinja, else tokenizer_config.json's "chat_template" (a list of named templates
+  // gives "default"), else a multimodal processor's chat_template.json; nullopt when none has
+  // one. Throws dq4::Error naming the file for one that cannot be read or parsed.
+  static std::optional<std::string> find_source(const std::string& dir);
   // A template from its source text, with no special tokens (set them with special_tokens()).
   static ChatTemplate from_source(std::string_view source);
   // The special tokens of a model directory's (or a file's) tokenizer_config.json, for a
