@@ -82,7 +82,7 @@ void magnitudes(NumberBound a, std::optional<NumberBound> b, const std::string& 
   const int64_t top = b ? b->value : kMaxJsonInteger + 1;
   auto add = [&](const std::string& m) { out.push_back(sign + m); };
   if (b && a.value == b->value) {  // the one number a = b, if both ends take it
-    if (!a.exclusive && !b->exclusive) add(std::to_string(a.value));
+    if (!a.exclusive && !b->exclusive) add("\"" + std::to_string(a.value) + "\"");
     return;
   }
   // The numeral a: a itself and a plus a fraction (all below a + 1 <= b).

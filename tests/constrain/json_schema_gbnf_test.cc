@@ -198,6 +198,13 @@ TEST(JsonSchemaGbnf, NumberBounds) {
   auto around = schema(R"({"minimum": -1, "maximum": 1})");  // type implied: number
   for (const char* ok : {"-1", "-0.5", "0", "0.25", "1"}) EXPECT_TRUE(around.accepts(ok)) << ok;
   for (const char* bad : {"-1.5", "1.5", "-2"}) EXPECT_FALSE(around.accepts(bad)) << bad;
+  // A bound at 0 on one side: the positive side is the one number 0.
+  auto up_to_zero = schema(R"({"type": "number", "minimum": -3, "maximum": 0})");
+  for (const char* ok : {"-3", "-0.5", "0"}) EXPECT_TRUE(up_to_zero.accepts(ok)) << ok;
+  for (const char* bad : {"0.5", "-3.5", "1"}) EXPECT_FALSE(up_to_zero.accepts(bad)) << bad;
+  auto from_five = schema(R"({"type": "number", "minimum": 5, "maximum": 5})");
+  EXPECT_TRUE(from_five.accepts("5"));
+  EXPECT_FALSE(from_five.accepts("5.5"));
   expect_error([] { json_schema_to_gbnf(R"({"type": "number", "minimum": 0.5})"); },
                {"'minimum'", "not an integer"});
   expect_error(
