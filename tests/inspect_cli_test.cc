@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_runner.h"
 #include "fixtures.h"
@@ -110,6 +112,30 @@ TEST(InspectCli, LoadFusesAndHonoursTheLoadOptions) {
   r = run_dq4("inspect --load --activations fp8 " + dir);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--activations"), std::string::npos) << r.err;
+}
+
+// A mixture's expert modules have names longer than the usual column: the column widens, so the
+// shapes stay aligned under their header.
+TEST(InspectCli, LongModuleNamesKeepTheColumnsAligned) {
+  ScratchDir scratch;
+  const std::string dir = scratch.file("glm");
+  ASSERT_EQ(run_dq4("synth --preset tiny-glm4-moe -o " + shell_quote(dir)).exit_code, 0);
+  const CliResult r = run_dq4("inspect " + shell_quote(dir));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  size_t shape_end = std::string::npos, rows = 0;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("linear module ")) shape_end = line.find("N x K") + 5;
+    if (!line.starts_with("model.layers.")) continue;
+    ++rows;
+    ASSERT_NE(shape_end, std::string::npos) << r.out;
+    ASSERT_GT(line.size(), shape_end) << line;
+    EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(line[shape_end - 1])) &&
+                line[shape_end] == ' ')
+        << line;
+  }
+  EXPECT_GT(rows, 40u) << r.out;
 }
 
 TEST(InspectCli, MissingDirectoryAndArgument) {

@@ -197,8 +197,8 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     if (*first < 0) fields.fail("max_window_layers", "must be >= 0");
     c.max_window_layers = *first;
   }
-  // Ernie 4.5 MoE names the mixture's counts its own way; transformers maps the usual names onto
-  // them, and where both are written the usual one is set last.
+  // Ernie 4.5 MoE and GLM-4 MoE name the experts their own way (transformers maps Ernie's usual
+  // names onto its own, and where both are written the usual one is set last).
   const bool ernie_moe = c.architecture == "Ernie4_5_MoeForCausalLM",
              glm4_moe = c.architecture == "Glm4MoeForCausalLM";
   const char* experts_key = glm4_moe                    ? "n_routed_experts"

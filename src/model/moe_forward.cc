@@ -3,7 +3,7 @@
 // summed in expert order, plus the shared expert (Qwen2-MoE's times sigmoid(its gate), the others'
 // as it is):
 //
-//   [norm | router | softmax, top-k]  (the rows grouped by expert: on this thread)
+//   [norm | router | scores, top-k]  (the rows grouped by expert: on this thread)
 //   [quantize each row once | copy to its experts' rows | experts' gate/up | silu]
 //   [quantize | experts' down | per token: x += sum of its experts' weighted outputs]
 //   with a shared expert, between the first two: [shared gate/up] [silu | shared down]

@@ -1,6 +1,7 @@
 // dq4 inspect: what a model directory holds, as dq4 reads it — the architecture, every linear
 // module with its resolved scheme and encoding, and the bytes spent per parameter.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -226,17 +227,20 @@ int run_inspect(int argc, char** argv, int first) {
       for (const auto& i : quant.ignore()) ignore += (ignore.empty() ? "" : ", ") + i;
       std::printf("  ignore: [%s]\n", ignore.c_str());
     }
-    std::printf("\n%-36s %13s  %-11s %-15s %-8s %12s %8s\n", "linear module", "N x K", "scheme",
-                "format", "group", "bytes", "B/param");
+    // The name column as wide as the longest name (a mixture's expert modules run past 36).
+    int width = 36;
+    for (const ModuleRow& r : rows) width = std::max(width, static_cast<int>(r.module.name.size()));
+    std::printf("\n%-*s %13s  %-11s %-15s %-8s %12s %8s\n", width, "linear module", "N x K",
+                "scheme", "format", "group", "bytes", "B/param");
     for (const ModuleRow& r : rows) {
       const std::string shape =
           std::to_string(r.module.out_features) + "x" + std::to_string(r.module.in_features);
       if (!r.error.empty()) {
-        std::printf("%-36s %13s  %-11s %s\n", r.module.name.c_str(), shape.c_str(), "UNSUPPORTED",
-                    r.error.c_str());
+        std::printf("%-*s %13s  %-11s %s\n", width, r.module.name.c_str(), shape.c_str(),
+                    "UNSUPPORTED", r.error.c_str());
         continue;
       }
-      std::printf("%-36s %13s  %-11s %-15s %-8s %12zu %8.4f\n", r.module.name.c_str(),
+      std::printf("%-*s %13s  %-11s %-15s %-8s %12zu %8.4f\n", width, r.module.name.c_str(),
                   shape.c_str(), scheme_text(r).c_str(),
                   std::string(weight_format_name(r.scheme.format)).c_str(),
                   group_text(r.scheme).c_str(), r.bytes,
