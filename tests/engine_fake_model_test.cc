@@ -312,17 +312,21 @@ TEST(EngineFake, TheLoopThreadServesRequestsFromManyThreads) {
       "shutting down");
 }
 
+// Requests part way through their tokens when stop(abort) comes. The steps are the test's own (no
+// loop thread, which could finish the requests first on a busy machine).
 TEST(EngineFake, StopCanAbortWhatIsInFlight) {
   Rig rig(small_options());
-  rig.engine.start();
   std::vector<uint64_t> ids;
   for (int i = 0; i < 4; ++i)
     ids.push_back(rig.engine.add_request(greedy(prompt_of(10, i), 1000), rig.outputs.callback()));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(rig.engine.step());
+  for (uint64_t id : ids) ASSERT_FALSE(rig.outputs.get(id).choices.at(0).tokens.empty());
   rig.engine.stop(Engine::StopMode::abort);
   for (uint64_t id : ids) {
     const Collected c = rig.outputs.get(id);
     EXPECT_TRUE(c.finished);
     EXPECT_EQ(c.choices.at(0).finish, FinishReason::abort);
+    EXPECT_LT(c.choices.at(0).tokens.size(), 10u);
   }
   EXPECT_EQ(rig.engine.stats().kv_blocks_used, 0);
 }
