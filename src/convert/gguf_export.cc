@@ -298,13 +298,11 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
     u32(arch + ".expert_feed_forward_length", c.moe_intermediate_size);
   if (a.shared_expert_intermediate > 0)
     u32(arch + ".expert_shared_feed_forward_length", a.shared_expert_intermediate);
-  if (arch == "ernie4_5-moe") {
+  if (arch == "ernie4_5-moe" || arch == "glm4moe")
     u32(arch + ".leading_dense_block_count", c.first_sparse_layer);
-    u32(arch + ".interleave_moe_layer_step", c.decoder_sparse_step);
-  }
+  if (arch == "ernie4_5-moe") u32(arch + ".interleave_moe_layer_step", c.decoder_sparse_step);
   if (arch == "glm4moe") {
     const ExpertRouting& r = a.routing;
-    u32(arch + ".leading_dense_block_count", c.first_sparse_layer);
     u32(arch + ".expert_shared_count", c.moe_num_shared_experts);
     u32(arch + ".expert_gating_func", 2);  // llama.cpp's sigmoid
     w.add_f32(arch + ".expert_weights_scale", r.scale);

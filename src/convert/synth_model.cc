@@ -111,6 +111,10 @@ std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
   const Architecture a = Architecture::from_config(c, "synth config");
   std::vector<TensorSpec> tensors{{a.embedding, dtype, {c.vocab_size, c.hidden_size}},
                                   {a.final_norm, dtype, {c.hidden_size}}};
+  // The selection biases in f32 as transformers saves them (Ernie 4.5's as one row), and Ernie 4.5
+  // MoE's routers too.
+  const bool ernie = c.architecture == "Ernie4_5_MoeForCausalLM";
+  std::set<std::string> f32_modules;
   for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
     const LayerModules m = a.layer(layer);
     for (const std::string& norm :
@@ -123,18 +127,12 @@ std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
       tensors.push_back(
           {m.k_norm, dtype, {whole ? c.num_key_value_heads * c.head_dim : c.head_dim}});
     }
-  }
-  // The selection biases in f32 as transformers saves them (Ernie 4.5's as one row), and Ernie 4.5
-  // MoE's routers too.
-  const bool ernie = c.architecture == "Ernie4_5_MoeForCausalLM";
-  std::set<std::string> f32_modules;
-  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
-    const LayerModules m = a.layer(layer);
-    if (m.router_bias.empty()) continue;
-    tensors.push_back(
-        {m.router_bias, Dtype::F32,
-         ernie ? std::vector<int64_t>{1, a.experts} : std::vector<int64_t>{a.experts}});
-    if (ernie) f32_modules.insert(m.router.at(0).name);
+    if (!m.router_bias.empty()) {
+      tensors.push_back(
+          {m.router_bias, Dtype::F32,
+           ernie ? std::vector<int64_t>{1, a.experts} : std::vector<int64_t>{a.experts}});
+      if (ernie) f32_modules.insert(m.router.at(0).name);
+    }
   }
   for (const LinearModule& m : a.linear_modules()) {
     const Dtype t = f32_modules.contains(m.name) ? Dtype::F32 : dtype;

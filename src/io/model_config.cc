@@ -23,6 +23,13 @@ int64_t positive(const io::JsonFields& fields, std::string_view key, int64_t val
   return value;
 }
 
+// The integer `key`, `fallback` where absent or null; refused when negative.
+int64_t non_negative(const io::JsonFields& fields, std::string_view key, int64_t fallback) {
+  const int64_t value = fields.integer(key).value_or(fallback);
+  if (value < 0) fields.fail(key, "must not be negative");
+  return value;
+}
+
 // A setting that is 0 when absent or null (off, or its default) and positive and finite when given.
 double positive_or_off(const io::JsonFields& fields, std::string_view key) {
   const std::optional<double> value = fields.number(key);
@@ -205,25 +212,18 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
                             : fields.has("num_experts") ? "num_experts"
                             : ernie_moe                 ? "moe_num_experts"
                                                         : "num_local_experts";
-  c.num_experts = fields.integer(experts_key).value_or(0);
-  if (c.num_experts < 0) fields.fail(experts_key, "must not be negative");
+  c.num_experts = non_negative(fields, experts_key, 0);
   const char* per_token_key =
       ernie_moe && !fields.has("num_experts_per_tok") ? "moe_k" : "num_experts_per_tok";
-  c.num_experts_per_tok = fields.integer(per_token_key).value_or(0);
-  if (c.num_experts_per_tok < 0) fields.fail(per_token_key, "must not be negative");
-  c.moe_intermediate_size = fields.integer("moe_intermediate_size").value_or(0);
-  if (c.moe_intermediate_size < 0) fields.fail("moe_intermediate_size", "must not be negative");
-  c.shared_expert_intermediate_size = fields.integer("shared_expert_intermediate_size").value_or(0);
-  if (c.shared_expert_intermediate_size < 0)
-    fields.fail("shared_expert_intermediate_size", "must not be negative");
+  c.num_experts_per_tok = non_negative(fields, per_token_key, 0);
+  c.moe_intermediate_size = non_negative(fields, "moe_intermediate_size", 0);
+  c.shared_expert_intermediate_size = non_negative(fields, "shared_expert_intermediate_size", 0);
   c.norm_topk_prob = fields.boolean("norm_topk_prob").value_or(false);
   const char* step_key = ernie_moe ? "moe_layer_interval" : "decoder_sparse_step";
   c.decoder_sparse_step = positive(fields, step_key, fields.integer(step_key).value_or(1));
   if (ernie_moe) {
-    c.moe_num_shared_experts = fields.integer("moe_num_shared_experts").value_or(0);
-    if (c.moe_num_shared_experts < 0) fields.fail("moe_num_shared_experts", "must not be negative");
-    c.first_sparse_layer = fields.integer("moe_layer_start_index").value_or(0);
-    if (c.first_sparse_layer < 0) fields.fail("moe_layer_start_index", "must not be negative");
+    c.moe_num_shared_experts = non_negative(fields, "moe_num_shared_experts", 0);
+    c.first_sparse_layer = non_negative(fields, "moe_layer_start_index", 0);
     c.last_sparse_layer = fields.integer("moe_layer_end_index").value_or(-1);
     if (c.last_sparse_layer < -1) fields.fail("moe_layer_end_index", "must be -1 or a layer index");
     c.moe_norm_min = fields.number("moe_norm_min").value_or(0.0);
@@ -232,14 +232,9 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
     c.moe_use_aux_free = fields.boolean("moe_use_aux_free").value_or(false);
   }
   if (glm4_moe) {
-    const auto count = [&](const char* key, int64_t fallback) {
-      const int64_t v = fields.integer(key).value_or(fallback);
-      if (v < 0) fields.fail(key, "must not be negative");
-      return v;
-    };
-    c.moe_num_shared_experts = count("n_shared_experts", 0);
-    c.first_sparse_layer = count("first_k_dense_replace", 0);
-    c.num_nextn_predict_layers = count("num_nextn_predict_layers", 0);
+    c.moe_num_shared_experts = non_negative(fields, "n_shared_experts", 0);
+    c.first_sparse_layer = non_negative(fields, "first_k_dense_replace", 0);
+    c.num_nextn_predict_layers = non_negative(fields, "num_nextn_predict_layers", 0);
     c.expert_groups = positive(fields, "n_group", fields.integer("n_group").value_or(1));
     c.expert_groups_used = positive(fields, "topk_group", fields.integer("topk_group").value_or(1));
     c.routed_scaling_factor = fields.number("routed_scaling_factor").value_or(1.0);

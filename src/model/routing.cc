@@ -2,6 +2,7 @@
 
 #include "routing.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace dq4::model {
@@ -31,15 +32,19 @@ void route_token(float* p, int64_t experts, int64_t k, const ExpertRouting& rule
     }
     for (int64_t e = 0; e < experts; ++e) p[e] /= sum;
   }
-  // The scores the choice is made on (Architecture refuses more than kMaxExperts).
+  // The scores the choice is made on (Architecture refuses more than kMaxExperts); only the
+  // experts' (and groups') entries are written, once per token.
   float choice[kMaxExperts];
-  bool taken[kMaxExperts] = {};
-  for (int64_t e = 0; e < experts; ++e)
+  bool taken[kMaxExperts];
+  for (int64_t e = 0; e < experts; ++e) {
     choice[e] = selection_bias != nullptr ? p[e] + selection_bias[e] : p[e];
+    taken[e] = false;
+  }
   if (rule.groups > 1) {
     const int64_t size = experts / rule.groups;
     float group_score[kMaxExperts];
-    bool group_taken[kMaxExperts] = {};
+    bool group_taken[kMaxExperts];
+    std::fill_n(group_taken, rule.groups, false);
     for (int64_t g = 0; g < rule.groups; ++g) {
       const float* c = choice + g * size;
       const int64_t first = best_untaken(c, taken, size);

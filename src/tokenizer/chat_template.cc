@@ -78,6 +78,28 @@ std::map<std::string, std::string> special_tokens_of(const nlohmann::json& confi
   return tokens;
 }
 
+// The template source of directory `dir` whose tokenizer_config.json is `config` (an empty object
+// when absent), in ChatTemplate::find_source's order.
+std::optional<std::string> source_in(const fs::path& dir, const nlohmann::json& config) {
+  std::error_code ec;
+  const fs::path jinja_path = dir / "chat_template.jinja";
+  if (fs::exists(jinja_path, ec)) return read_file(jinja_path);
+  if (const auto it = config.find("chat_template"); it != config.end() && !it->is_null())
+    return template_of(config, dir / "tokenizer_config.json");
+  // A multimodal repository's processor keeps it there (vLLM falls back to it too).
+  const fs::path processor_path = dir / "chat_template.json";
+  if (fs::exists(processor_path, ec))
+    return template_of(parse_config(processor_path), processor_path);
+  return std::nullopt;
+}
+
+// tokenizer_config.json of directory `dir`, or an empty object when there is none.
+nlohmann::json config_in(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path path = dir / "tokenizer_config.json";
+  return fs::exists(path, ec) ? parse_config(path) : nlohmann::json::object();
+}
+
 }  // namespace
 
 ChatTemplate ChatTemplate::from_source(std::string_view source) {
@@ -90,21 +112,7 @@ ChatTemplate ChatTemplate::from_source(std::string_view source) {
 }
 
 std::optional<std::string> ChatTemplate::find_source(const std::string& dir) {
-  const fs::path given(dir);
-  std::error_code ec;
-  const fs::path jinja_path = given / "chat_template.jinja";
-  if (fs::exists(jinja_path, ec)) return read_file(jinja_path);
-  const fs::path config_path = given / "tokenizer_config.json";
-  if (fs::exists(config_path, ec)) {
-    const nlohmann::json config = parse_config(config_path);
-    if (const auto it = config.find("chat_template"); it != config.end() && !it->is_null())
-      return template_of(config, config_path);
-  }
-  // A multimodal repository's processor keeps it there (vLLM falls back to it too).
-  const fs::path processor_path = given / "chat_template.json";
-  if (fs::exists(processor_path, ec))
-    return template_of(parse_config(processor_path), processor_path);
-  return std::nullopt;
+  return source_in(dir, config_in(dir));
 }
 
 ChatTemplate ChatTemplate::from_tokenizer_config(const std::string& path_or_dir) {
@@ -112,15 +120,13 @@ ChatTemplate ChatTemplate::from_tokenizer_config(const std::string& path_or_dir)
   std::error_code ec;
   if (fs::is_directory(given, ec)) {
     const fs::path config_path = given / "tokenizer_config.json";
-    const std::optional<std::string> source = find_source(path_or_dir);
-    if (!source) {
-      if (!fs::exists(config_path, ec))
-        throw Error(path_or_dir +
-                    ": has no tokenizer_config.json, chat_template.jinja or chat_template.json");
-      template_of(nlohmann::json::object(), config_path);  // throws, naming what is missing
-    }
-    ChatTemplate t = from_source(*source);
-    t.special_tokens_ = read_special_tokens(path_or_dir);
+    const nlohmann::json config = config_in(given);
+    const std::optional<std::string> source = source_in(given, config);
+    if (!source && !fs::exists(config_path, ec))
+      throw Error(path_or_dir +
+                  ": has no tokenizer_config.json, chat_template.jinja or chat_template.json");
+    ChatTemplate t = from_source(source ? *source : template_of(config, config_path));
+    t.special_tokens_ = special_tokens_of(config);
     return t;
   }
   if (!fs::exists(given, ec)) throw Error(path_or_dir + ": no such file or directory");
