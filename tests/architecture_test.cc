@@ -321,6 +321,64 @@ TEST(Architecture, GraniteMultipliers) {
   expect_error([&] { architecture(c); }, {"logits_scaling", "changes the forward pass"});
 }
 
+// Granite 4 without mamba layers or experts (GraniteMoeHybrid): Granite's scalars, the
+// shared_mlp as the one MLP (gate and up fused, shared_intermediate_size wide), rotary embeddings
+// only where position_embedding_type says "rope"; what a hybrid or mixture config holds refused.
+TEST(Architecture, Granite4DenseAttentionOnly) {
+  nlohmann::json c = stories_config();
+  c["architectures"] = {"GraniteMoeHybridForCausalLM"};
+  c["model_type"] = "granitemoehybrid";
+  c["intermediate_size"] = 8192;  // the experts' width, unused without experts
+  c["shared_intermediate_size"] = 96;
+  c["num_local_experts"] = 0;
+  c["layer_types"] = std::vector<std::string>(5, "attention");
+  c["position_embedding_type"] = "rope";
+  c["residual_multiplier"] = 0.22;
+  c["mamba_n_heads"] = 32;  // read past: no layer is a mamba layer
+  Architecture a = architecture(c);
+  EXPECT_EQ(a.config.intermediate_size, 96);
+  EXPECT_EQ(a.residual_multiplier, 0.22f);
+  const LayerModules l = a.layer(4);
+  ASSERT_EQ(l.mlp_input.size(), 1u);
+  EXPECT_EQ(l.mlp_input[0].name, "model.layers.4.shared_mlp.input_linear");
+  EXPECT_EQ(l.mlp_input[0].out_features, 2 * 96);
+  EXPECT_EQ(l.mlp_output.name, "model.layers.4.shared_mlp.output_linear");
+  EXPECT_EQ(l.mlp_output.in_features, 96);
+  EXPECT_EQ(l.input_norm, "model.layers.4.input_layernorm.weight");
+  EXPECT_EQ(l.post_attention_norm, "model.layers.4.post_attention_layernorm.weight");
+  EXPECT_TRUE(l.experts.empty());
+  EXPECT_EQ(a.layer_rope, std::vector<bool>(5, true));
+  // transformers' default (None) and null: no rotary embeddings in any layer.
+  c.erase("position_embedding_type");
+  EXPECT_EQ(architecture(c).layer_rope, std::vector<bool>(5, false));
+  c["position_embedding_type"] = nullptr;
+  EXPECT_EQ(architecture(c).layer_rope, std::vector<bool>(5, false));
+  c["position_embedding_type"] = "alibi";
+  expect_error([&] { architecture(c); }, {"position_embedding_type", "'alibi'"});
+  c.erase("position_embedding_type");
+
+  nlohmann::json hybrid = c;
+  hybrid["layer_types"][2] = "mamba";
+  expect_error([&] { architecture(hybrid); }, {"layer_types", "layer 2 is 'mamba'"});
+  hybrid.erase("layer_types");  // transformers: every layer mamba
+  expect_error([&] { architecture(hybrid); }, {"layer_types", "absent", "mamba"});
+  hybrid = c;
+  hybrid["layer_types"] = std::vector<std::string>(4, "attention");
+  expect_error([&] { architecture(hybrid); }, {"layer_types", "one entry per layer (5)"});
+  nlohmann::json mixture = c;
+  mixture["num_local_experts"] = 4;
+  expect_error([&] { architecture(mixture); }, {"num_local_experts", "4 experts"});
+  mixture.erase("num_local_experts");  // GraniteMoeHybridConfig's default: 8
+  expect_error([&] { architecture(mixture); }, {"num_local_experts", "8 experts"});
+  nlohmann::json no_mlp = c;
+  no_mlp["shared_intermediate_size"] = 0;
+  expect_error([&] { architecture(no_mlp); }, {"shared_intermediate_size", "not positive"});
+  // Other families' num_local_experts are still refused where they run no experts.
+  nlohmann::json llama = stories_config();
+  llama["num_local_experts"] = 0;
+  expect_error([&] { architecture(llama); }, {"num_local_experts", "mixture-of-experts"});
+}
+
 // transformers 5's rope_parameters per layer type, on a family whose layers share one rope.
 TEST(Architecture, RopeParametersPerLayerType) {
   nlohmann::json c = stories_config();

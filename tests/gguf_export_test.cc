@@ -300,6 +300,28 @@ TEST(GgufExport, GraniteScales) {
   EXPECT_EQ(g.get<float>("granite.logit_scale"), 8.0f);
 }
 
+// Granite 4 without mamba layers or experts: llama.cpp's granite, the fused shared_mlp's halves as
+// ffn_gate and ffn_up, and (NoPE) the key that turns its rotary embeddings off.
+TEST(GgufExport, Granite4SplitsTheSharedMlpAndSwitchesRope) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-granite4-nope", Dtype::F32);
+  const GgufFile g = export_to(in, scratch.file("granite4.gguf"));
+  EXPECT_EQ(g.get<std::string>("general.architecture"), "granite");
+  EXPECT_EQ(g.get<bool>("granite.rope.scaling.finetuned"), false);
+  EXPECT_EQ(g.get<uint32_t>("granite.feed_forward_length"), 200u);
+  const Checkpoint ckpt = Checkpoint::open_dir(in);
+  const TensorView& fused = ckpt.tensor("model.layers.1.shared_mlp.input_linear.weight");
+  const auto all = fused.as<float>();
+  const auto half = static_cast<std::ptrdiff_t>(all.size() / 2);
+  EXPECT_EQ(g.values("blk.1.ffn_gate.weight"), std::vector<float>(all.begin(), all.begin() + half));
+  EXPECT_EQ(g.values("blk.1.ffn_up.weight"), std::vector<float>(all.begin() + half, all.end()));
+  EXPECT_EQ(g.find("blk.1.ffn_up.weight")->ne, (std::vector<int64_t>{96, 200}));
+  // With rotary embeddings, llama.cpp's default (on) is left as it is.
+  const GgufFile rotary =
+      export_to(synth(scratch, "tiny-granite4", Dtype::F32), scratch.file("granite4-rope.gguf"));
+  EXPECT_EQ(rotary.metadata.count("granite.rope.scaling.finetuned"), 0u);
+}
+
 // Ernie 4.5 MoE: llama.cpp's ernie4_5-moe with its leading dense layer, the shared experts' width,
 // the stacked experts and the router's selection bias as exp_probs_b; a layer pattern it cannot run
 // refused.

@@ -74,6 +74,7 @@ TEST_P(LlamaCppW4A8Differential, TeacherForcedProbabilitiesAndClearGreedyIdsMatc
   // Q4_0 blocks of 32 along every module's input: the dense presets' intermediate (200) rounded
   // down to a multiple of 32.
   o.config.intermediate_size -= o.config.intermediate_size % 32;
+  o.config.shared_intermediate_size -= o.config.shared_intermediate_size % 32;  // Granite 4's MLP
   for (const char c : preset) o.seed = o.seed * 31 + static_cast<unsigned char>(c);  // per preset
   o.output_dir = scratch.file("model");  // not named after the preset (see the F32 test)
   write_synthetic_model(o);
@@ -133,7 +134,8 @@ INSTANTIATE_TEST_SUITE_P(TinyPresets, LlamaCppW4A8Differential,
                                          "tiny-olmoe", "tiny-gemma2", "tiny-gemma3", "tiny-granite",
                                          "tiny-olmo2", "tiny-olmo3", "tiny-exaone4",
                                          "tiny-ministral3", "tiny-ernie4_5", "tiny-ernie4_5-moe",
-                                         "tiny-glm4", "tiny-glm4-moe", "tiny-phi3"),
+                                         "tiny-glm4", "tiny-glm4-moe", "tiny-phi3", "tiny-granite4",
+                                         "tiny-granite4-nope"),
                          preset_test_name);
 
 }  // namespace

@@ -232,7 +232,19 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     EXPECT_EQ(c.attention_multiplier, o.config.attention_multiplier);
     EXPECT_EQ(c.residual_multiplier, o.config.residual_multiplier);
     EXPECT_EQ(c.logits_scaling, o.config.logits_scaling);
-    EXPECT_EQ(c.logits_scaling > 0, name == "tiny-granite");
+    EXPECT_EQ(c.logits_scaling > 0, name.starts_with("tiny-granite"));
+    // Granite 4: the MLP as its shared_mlp (gate and up fused), layer types, the rope switch.
+    const bool granite4 = name.starts_with("tiny-granite4");
+    EXPECT_EQ(ckpt.find("model.layers.1.shared_mlp.input_linear.weight") != nullptr, granite4);
+    EXPECT_EQ(ckpt.find("model.layers.1.mlp.up_proj.weight") == nullptr,
+              granite4 || phi3 || name == "tiny-glm4" || c.num_experts > 0);
+    EXPECT_EQ(c.shared_intermediate_size, o.config.shared_intermediate_size);
+    EXPECT_EQ(c.position_embedding_type, o.config.position_embedding_type);
+    if (granite4) {
+      EXPECT_EQ(c.layer_types,
+                std::vector<std::string>(static_cast<size_t>(c.num_hidden_layers), "attention"));
+      EXPECT_EQ(c.position_embedding_type.empty(), name == "tiny-granite4-nope");
+    }
     EXPECT_EQ(c.no_rope_layers, o.config.no_rope_layers);
     EXPECT_EQ(c.no_rope_layers.empty(), name != "tiny-smollm3");
     if (gemma) {

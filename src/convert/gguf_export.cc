@@ -51,7 +51,9 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Gemma3ForCausalLM" || c.architecture == "Gemma3ForConditionalGeneration")
     return {"gemma3", false};
   if (c.architecture == "Phi3ForCausalLM") return {"phi3", false};
-  if (c.architecture == "GraniteForCausalLM") return {"granite", true};
+  // Granite 4 without mamba layers or experts is llama.cpp's granite, as its script converts it.
+  if (c.architecture == "GraniteForCausalLM" || c.architecture == "GraniteMoeHybridForCausalLM")
+    return {"granite", true};
   if (c.architecture == "SmolLM3ForCausalLM") return {"smollm3", true};
   // OLMo 3 is llama.cpp's olmo2 with sliding windows.
   if (c.architecture == "Olmo2ForCausalLM" || c.architecture == "Olmo3ForCausalLM")
@@ -117,12 +119,14 @@ GgmlType ggml_type(Dtype dtype, const TensorView& t) {
   }
 }
 
-// What writes a float tensor as `type` (F32, BF16 or F16), rows taken through `row_of`.
+// What writes a float tensor as `type` (F32, BF16 or F16), rows taken through `row_of`; `rows`
+// of them (-1: as many as the tensor has).
 GgufWriter::Producer float_producer(const TensorView& t, GgmlType type,
-                                    std::function<int64_t(int64_t)> row_of) {
+                                    std::function<int64_t(int64_t)> row_of, int64_t rows = -1) {
   const FloatElements values(t);  // refuses non-float dtypes now, not while writing
-  const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
-  const int64_t cols = t.numel() / rows;
+  const int64_t stored_rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  const int64_t cols = t.numel() / stored_rows;
+  if (rows < 0) rows = stored_rows;
   return [values, type, rows, cols, row_of](uint8_t* out, size_t) {
     const size_t size = type == GgmlType::F32 ? 4 : 2;
     for (int64_t r = 0; r < rows; ++r) {
@@ -142,14 +146,16 @@ GgufWriter::Producer float_producer(const TensorView& t, GgmlType type,
 }
 
 void add_float_tensor(GgufWriter& w, const std::string& name, const TensorView& t, GgmlType type,
-                      std::function<int64_t(int64_t)> row_of) {
-  w.add_tensor(name, type, t.shape, float_producer(t, type, std::move(row_of)));
+                      std::function<int64_t(int64_t)> row_of, int64_t rows = -1) {
+  std::vector<int64_t> shape = t.shape;
+  if (rows >= 0) shape[0] = rows;
+  w.add_tensor(name, type, shape, float_producer(t, type, std::move(row_of), rows));
 }
 
 // What writes an int4 group-32 module as Q4_0: the same values, the same scales (refused unless
-// f16 holds them exactly).
-GgufWriter::Producer q4_0_producer(const LinearTensors& lt,
-                                   std::function<int64_t(int64_t)> row_of) {
+// f16 holds them exactly); `rows` rows taken through `row_of` (-1: as many as the module has).
+GgufWriter::Producer q4_0_producer(const LinearTensors& lt, std::function<int64_t(int64_t)> row_of,
+                                   int64_t rows = -1) {
   const std::string& module = lt.module;
   if (lt.scheme.group_size != kQ4_0BlockSize)
     throw Error("export-gguf: module '" + module + "': " +
@@ -159,11 +165,11 @@ GgufWriter::Producer q4_0_producer(const LinearTensors& lt,
   if (lt.k % kQ4_0BlockSize != 0)
     throw Error("export-gguf: module '" + module + "': in_features " + std::to_string(lt.k) +
                 " is not a multiple of 32 (Q4_0 blocks)");
-  const int64_t n = lt.n, k = lt.k, groups = k / kQ4_0BlockSize;
+  const int64_t n = rows >= 0 ? rows : lt.n, k = lt.k, groups = k / kQ4_0BlockSize;
   const TensorView& scales = *lt.weight_scale;
   const FloatElements scale_values(scales);
   // Check every scale before the file is started.
-  for (int64_t i = 0; i < n * groups; ++i) {
+  for (int64_t i = 0; i < lt.n * groups; ++i) {
     const float s = scale_values[i];
     if (f16_to_f32(f32_to_f16(s)) != s)
       throw Error("export-gguf: tensor '" + scales.name + "' [" + std::to_string(i / groups) +
@@ -198,8 +204,9 @@ GgufWriter::Producer q4_0_producer(const LinearTensors& lt,
 }
 
 void add_q4_0_tensor(GgufWriter& w, const std::string& name, const LinearTensors& lt,
-                     std::function<int64_t(int64_t)> row_of) {
-  w.add_tensor(name, GgmlType::Q4_0, {lt.n, lt.k}, q4_0_producer(lt, std::move(row_of)));
+                     std::function<int64_t(int64_t)> row_of, int64_t rows = -1) {
+  w.add_tensor(name, GgmlType::Q4_0, {rows >= 0 ? rows : lt.n, lt.k},
+               q4_0_producer(lt, std::move(row_of), rows));
 }
 
 // Several producers of equal size one after the other: experts stacked as llama.cpp's
@@ -353,6 +360,8 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
     w.add_f32(arch + ".attention.scale", scale(c.attention_multiplier));
     w.add_f32(arch + ".residual_scale", scale(c.residual_multiplier));
     w.add_f32(arch + ".logit_scale", scale(c.logits_scaling));
+    // llama.cpp's granite reads this key as its rotary embeddings' switch (on where absent).
+    if (!a.layer_rope.front()) w.add_bool(arch + ".rope.scaling.finetuned", false);
   }
   if (arch == "phi3") {
     u32(arch + ".attention.sliding_window", a.sliding_window);
@@ -514,6 +523,18 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     }
     if (lt.bias != nullptr) add_float_tensor(w, gguf + ".bias", *lt.bias, GgmlType::F32, row_of);
   };
+  // Rows [first, first + rows) of a module without a bias as a tensor of its own.
+  const auto add_linear_rows = [&](const LinearModule& m, const std::string& gguf, int64_t first,
+                                   int64_t rows) {
+    const auto row_of = [first](int64_t r) { return first + r; };
+    const LinearTensors lt = linear_tensors(m);
+    if (lt.scheme.kind == LinearKind::dense) {
+      add_float_tensor(w, gguf + ".weight", *lt.weight, dense_type(*lt.weight), row_of, rows);
+    } else {
+      add_q4_0_tensor(w, gguf + ".weight", lt, row_of, rows);
+      ++report.q4_0_tensors;
+    }
+  };
 
   // A sparse layer's experts' `which` module stacked into one tensor: Q4_0 when every expert's is
   // int4, else F32 (an unquantized checkpoint) or the dtype of the first.
@@ -616,7 +637,13 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       w.add_tensor(blk + "ffn_gate_inp_shexp.weight", GgmlType::F32, {gate.in_features},
                    float_producer(*lt.weight, GgmlType::F32, nullptr));
     }
-    if (l.mlp_input.size() == 1) {  // Phi-3's gate_up_proj is llama.cpp's ffn_up, gate first
+    if (l.mlp_input.size() == 1 && arch.name == "granite") {
+      // Granite 4's shared_mlp.input_linear (gate rows first): llama.cpp's granite reads the two
+      // halves as ffn_gate and ffn_up.
+      add_linear_rows(l.mlp_input[0], blk + "ffn_gate", 0, c.intermediate_size);
+      add_linear_rows(l.mlp_input[0], blk + "ffn_up", c.intermediate_size, c.intermediate_size);
+      add_linear(l.mlp_output, blk + "ffn_down", 0);
+    } else if (l.mlp_input.size() == 1) {  // Phi-3's gate_up_proj is llama.cpp's ffn_up, gate first
       add_linear(l.mlp_input[0], blk + "ffn_up", 0);
       add_linear(l.mlp_output, blk + "ffn_down", 0);
     } else if (!l.mlp_input.empty()) {

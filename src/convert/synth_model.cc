@@ -291,7 +291,21 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     j["rope_parameters"] = rope;
     j["sliding_window"] = nullptr;
   }
-  if (c.architecture == "GraniteForCausalLM") {
+  if (c.architecture == "GraniteMoeHybridForCausalLM") {
+    // As Granite 4.0 Micro's config: no experts, every layer attention, the mamba settings
+    // written though no layer uses them.
+    j["shared_intermediate_size"] = c.shared_intermediate_size;
+    j["num_local_experts"] = 0;
+    j["num_experts_per_tok"] = 0;
+    j["layer_types"] = c.layer_types;
+    j["position_embedding_type"] = c.position_embedding_type.empty()
+                                       ? nlohmann::ordered_json(nullptr)
+                                       : nlohmann::ordered_json(c.position_embedding_type);
+    j["mamba_n_heads"] = 32;
+    j["mamba_d_state"] = 256;
+    j["mamba_expand"] = 2;
+  }
+  if (c.architecture.starts_with("Granite")) {
     j["embedding_multiplier"] = c.embedding_multiplier;
     j["attention_multiplier"] = c.attention_multiplier;
     j["residual_multiplier"] = c.residual_multiplier;
@@ -409,6 +423,10 @@ SynthReport write_synthetic_model(const SynthOptions& options) {
                   std::to_string(ids - 1) + "): give at least " + std::to_string(ids));
   }
   SynthOptions o = options;
+  // Granite 4's layers all attention (the synthetic models have no mamba layers), as many as the
+  // options give.
+  if (o.config.architecture == "GraniteMoeHybridForCausalLM")
+    o.config.layer_types.assign(static_cast<size_t>(o.config.num_hidden_layers), "attention");
   std::optional<quant::SynthTokenizer> tokenizer;
   if (o.tokenizer_dir.empty()) {
     const bool qwen = o.config.architecture.starts_with("Qwen");

@@ -30,7 +30,8 @@ enum class Arch {
   ernie4_5,
   ernie4_5_moe,
   glm4,
-  glm4_moe
+  glm4_moe,
+  granite4
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -57,6 +58,7 @@ struct Preset {
   int64_t shared_experts = 0, first_sparse_layer = 0;
   int64_t expert_groups = 1, expert_groups_used = 1;
   double routed_scale = 1.0;
+  bool rotary = true;  // Granite 4: false = no rotary embeddings (position_embedding_type null)
 };
 
 // The tiny mixtures: 8 experts of intermediate 64 (Mixtral 4), 2 per token.
@@ -168,6 +170,20 @@ constexpr Preset kPresets[] = {
      .shared_experts = 1,
      .first_sparse_layer = 1,
      .routed_scale = 1.0},
+    // Granite 4.0 Micro: Granite 4 without mamba layers or experts.
+    {.name = "granite4-micro",
+     .arch = Arch::granite4,
+     .hidden = 2560,
+     .intermediate = 8192,
+     .layers = 40,
+     .heads = 40,
+     .kv_heads = 8,
+     .head_dim = 64,
+     .vocab = 100352,
+     .context = 131072,
+     .rope_theta = 10000000.0,
+     .tied = true,
+     .tiny = false},
     {.name = "olmoe-1b-7b",
      .arch = Arch::olmoe,
      .hidden = 2048,
@@ -272,6 +288,10 @@ constexpr Preset kPresets[] = {
      .sliding_window = 8},
     // Granite: Llama with its four scalars (Granite 3's own values) and tied embeddings.
     {.name = "tiny-granite", .arch = Arch::granite, .tied = true},
+    // Granite 4 (GraniteMoeHybrid, attention layers only, no experts): Granite's scalars, the
+    // MLP's gate and up fused; with rotary embeddings, and without them (NoPE).
+    {.name = "tiny-granite4", .arch = Arch::granite4, .tied = true},
+    {.name = "tiny-granite4-nope", .arch = Arch::granite4, .tied = true, .rotary = false},
     // SmolLM3: every fourth layer without rotary embeddings (NoPE), so four layers.
     {.name = "tiny-smollm3", .arch = Arch::smollm3, .layers = 4, .tied = true},
     // OLMo 2: norms after each sublayer instead of before, q/k norms over the whole projections.
@@ -450,7 +470,14 @@ SynthOptions options_of(const Preset& p) {
       c.no_rope_layer_interval = 4;
       break;
     case Arch::granite:
-      c.architecture = "GraniteForCausalLM", c.model_type = "granite";
+    case Arch::granite4:
+      c.architecture =
+          p.arch == Arch::granite ? "GraniteForCausalLM" : "GraniteMoeHybridForCausalLM";
+      c.model_type = p.arch == Arch::granite ? "granite" : "granitemoehybrid";
+      if (p.arch == Arch::granite4) {
+        c.shared_intermediate_size = p.intermediate;
+        if (p.rotary) c.position_embedding_type = "rope";
+      }
       c.embedding_multiplier = 12.0;
       c.attention_multiplier = 0.015625;
       c.residual_multiplier = 0.22;

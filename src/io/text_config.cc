@@ -96,6 +96,17 @@ const nlohmann::json& type_defaults(const std::string& model_type) {
                                           {"rms_norm_eps", 1e-5},
                                           {"hidden_act", "silu"},
                                           {"tie_word_embeddings", false}};
+  // GraniteMoeHybridConfig's: experts unless the config says 0, every layer mamba unless
+  // layer_types says otherwise (absent, so refused), no rotary embeddings unless
+  // position_embedding_type says "rope".
+  static const nlohmann::json granite_hybrid = {{"num_local_experts", 8},
+                                                {"num_experts_per_tok", 2},
+                                                {"shared_intermediate_size", 1024},
+                                                {"intermediate_size", 11008},
+                                                {"max_position_embeddings", 2048},
+                                                {"rms_norm_eps", 1e-6},
+                                                {"hidden_act", "silu"},
+                                                {"tie_word_embeddings", false}};
   // Olmo3Config's and Exaone4Config's window (a null one stays none).
   static const nlohmann::json windowed = {{"sliding_window", 4096}};
   if (model_type == "gemma3_text") return gemma3;
@@ -105,6 +116,7 @@ const nlohmann::json& type_defaults(const std::string& model_type) {
   if (model_type == "glm4_moe") return glm4_moe;
   if (model_type == "mistral") return mistral;
   if (model_type == "ministral3") return ministral3;
+  if (model_type == "granitemoehybrid") return granite_hybrid;
   return none;
 }
 

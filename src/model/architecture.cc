@@ -282,6 +282,37 @@ void configure_exaone4(const ModelConfig& c, const std::string& file,
   }
 }
 
+// Granite 4's models without mamba layers (GraniteMoeHybrid, every layer_types entry
+// "attention", num_local_experts 0): Granite's scalars, one MLP per layer (its shared_mlp, gate
+// and up fused), rotary embeddings where position_embedding_type says "rope" (else none).
+void configure_granite_hybrid(const ModelConfig& c, const std::string& file, Architecture& a) {
+  if (c.layer_types.empty())
+    refuse(file, "layer_types",
+           "absent, so every layer is a mamba layer, which dq4 does not run (it runs Granite 4's "
+           "attention-only models)");
+  if (static_cast<int64_t>(c.layer_types.size()) != c.num_hidden_layers)
+    refuse(file, "layer_types",
+           "needs one entry per layer (" + std::to_string(c.num_hidden_layers) + ")");
+  for (size_t i = 0; i < c.layer_types.size(); ++i)
+    if (c.layer_types[i] != "attention")
+      refuse(file, "layer_types",
+             "layer " + std::to_string(i) + " is '" + c.layer_types[i] +
+                 "': dq4 runs attention layers only (Granite 4's models without mamba layers)");
+  if (c.num_experts > 0)
+    refuse(file, "num_local_experts",
+           std::to_string(c.num_experts) +
+               " experts per layer: dq4 runs Granite 4's dense models (0 experts) only");
+  if (c.shared_intermediate_size <= 0)
+    refuse(file, "shared_intermediate_size", "missing or not positive");
+  // The MLP's width; intermediate_size is the experts' (none here).
+  a.config.intermediate_size = c.shared_intermediate_size;
+  if (c.position_embedding_type != "rope" && !c.position_embedding_type.empty())
+    refuse(file, "position_embedding_type",
+           "'" + c.position_embedding_type + "' is not supported (dq4 runs \"rope\" and none)");
+  const bool rotates = c.position_embedding_type == "rope";
+  a.layer_rope.assign(static_cast<size_t>(c.num_hidden_layers), rotates);
+}
+
 // The config keys of a family's expert counts.
 struct ExpertKeys {
   const char* experts;
@@ -378,7 +409,9 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              qwen2 = arch == "Qwen2ForCausalLM" || qwen2_moe,
              qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe, gemma2 = arch == "Gemma2ForCausalLM",
              gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
-             phi3 = arch == "Phi3ForCausalLM", granite = arch == "GraniteForCausalLM",
+             phi3 = arch == "Phi3ForCausalLM",
+             granite_hybrid = arch == "GraniteMoeHybridForCausalLM",
+             granite = arch == "GraniteForCausalLM" || granite_hybrid,
              smollm3 = arch == "SmolLM3ForCausalLM", olmo3 = arch == "Olmo3ForCausalLM",
              olmo2 = arch == "Olmo2ForCausalLM" || olmo3, exaone4 = arch == "Exaone4ForCausalLM",
              ernie_moe = arch == "Ernie4_5_MoeForCausalLM",
@@ -396,7 +429,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
                "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM, Exaone4ForCausalLM, "
                "Mistral3ForConditionalGeneration (text), Ministral3ForCausalLM, "
                "Ernie4_5ForCausalLM, Ernie4_5_MoeForCausalLM, Glm4ForCausalLM, "
-               "Glm4MoeForCausalLM)");
+               "Glm4MoeForCausalLM, GraniteMoeHybridForCausalLM (attention-only, dense))");
   if (arch == "Mistral3ForConditionalGeneration" && c.model_type != "mistral" &&
       c.model_type != "ministral3")
     refuse(file, "text_config.model_type",
@@ -408,6 +441,8 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   for (const std::string& key : c.keys) {
     if (unsupported_keys().contains(key) && !own_key(key))
       refuse(file, key, "changes the forward pass in a way dq4 does not implement");
+    // Granite 4 writes num_local_experts 0 in its dense models (refused above 0 with its layers).
+    if (granite_hybrid && key == "num_local_experts") continue;
     if (!moe && (key == "num_experts" || key == "num_local_experts" || key == "moe_num_experts" ||
                  key == "n_routed_experts" || key == "moe_intermediate_size" ||
                  key == "shared_expert_intermediate_size"))
@@ -457,7 +492,8 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   // Qwen config, all full_attention when the window is off.
   if (mistral || phi3) a.sliding_window = c.sliding_window;
   a.layer_window.assign(static_cast<size_t>(c.num_hidden_layers), a.sliding_window);
-  const std::vector<bool> sliding = sliding_layers(c, file);
+  // Granite 4's layer_types name attention and mamba layers (configure_granite_hybrid).
+  const std::vector<bool> sliding = granite_hybrid ? std::vector<bool>{} : sliding_layers(c, file);
   if (qwen2 || qwen3 || smollm3) {
     const int64_t first = c.max_window_layers >= 0 ? c.max_window_layers : 28;
     for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
@@ -471,6 +507,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   }
   a.layer_rope.assign(static_cast<size_t>(c.num_hidden_layers), true);
   if (smollm3) configure_nope_layers(c, file, a);
+  if (granite_hybrid) configure_granite_hybrid(c, file, a);
   if (gemma2 || gemma3) configure_gemma(c, file, gemma3, sliding, a);
   if (olmo3) configure_olmo3(c, file, sliding, a);
   if (exaone4) configure_exaone4(c, file, sliding, a);
@@ -597,6 +634,12 @@ LayerModules Architecture::layer(int64_t index) const {
                        {prefix + "self_attn.k_proj", kv_features, c.hidden_size, bias},
                        {prefix + "self_attn.v_proj", kv_features, c.hidden_size, bias}};
   if (glm4) return fused_mlp(false);
+  if (config.architecture == "GraniteMoeHybridForCausalLM") {  // its shared_mlp, gate first
+    m.mlp_input = {
+        {prefix + "shared_mlp.input_linear", 2 * c.intermediate_size, c.hidden_size, false}};
+    m.mlp_output = {prefix + "shared_mlp.output_linear", c.hidden_size, c.intermediate_size, false};
+    return m;
+  }
   const auto mlp = [&](const std::string& p, int64_t inter, std::vector<LinearModule>& input,
                        LinearModule& output) {
     input = {{p + "gate_proj", inter, c.hidden_size, c.mlp_bias},

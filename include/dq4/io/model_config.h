@@ -90,10 +90,11 @@ struct ModelConfig {
   // Gemma 2 / 3, Phi-3 and Granite; 0 or empty when absent.
   double attn_logit_softcapping = 0, final_logit_softcapping = 0;
   double query_pre_attn_scalar = 0;
-  double rope_local_base_freq = 0;               // Gemma 3's local (sliding-window) layers
-  int64_t sliding_window_pattern = 0;            // Gemma 3, EXAONE 4: every n-th layer is global
-  std::string sliding_window_layout;             // EXAONE 4's pattern as text ("LLLG")
-  std::vector<std::string> layer_types;          // "sliding_attention" / "full_attention" per layer
+  double rope_local_base_freq = 0;     // Gemma 3's local (sliding-window) layers
+  int64_t sliding_window_pattern = 0;  // Gemma 3, EXAONE 4: every n-th layer is global
+  std::string sliding_window_layout;   // EXAONE 4's pattern as text ("LLLG")
+  // Per layer "sliding_attention" / "full_attention" (Granite 4: "attention" / "mamba").
+  std::vector<std::string> layer_types;
   int64_t original_max_position_embeddings = 0;  // Phi-3 (longrope's switch), top level
   // Granite's scalars: embeddings times embedding_multiplier, attention scores times
   // attention_multiplier, each layer's attention and MLP outputs times residual_multiplier before
@@ -104,6 +105,11 @@ struct ModelConfig {
   // absent every no_rope_layer_interval-th layer without; empty / 0 when absent.
   std::vector<int64_t> no_rope_layers;
   int64_t no_rope_layer_interval = 0;
+  // Granite 4 (GraniteMoeHybrid): the width of the MLP every layer has beside its experts
+  // (shared_intermediate_size), and the rotary embeddings' switch (position_embedding_type:
+  // "rope", or empty when absent or null: no rotary embeddings).
+  int64_t shared_intermediate_size = 0;
+  std::string position_embedding_type;
 
   // Parses config.json text; `file` names it in messages. A Gemma3ForConditionalGeneration's or
   // Mistral3ForConditionalGeneration's text_config is read as the model (the vision tower is not
