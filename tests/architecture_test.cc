@@ -365,11 +365,20 @@ TEST(Architecture, Granite4DenseAttentionOnly) {
   hybrid = c;
   hybrid["layer_types"] = std::vector<std::string>(4, "attention");
   expect_error([&] { architecture(hybrid); }, {"layer_types", "one entry per layer (5)"});
+  // With experts (GraniteMoeHybridConfig's default: 8), stacked, the shared_mlp beside them.
   nlohmann::json mixture = c;
-  mixture["num_local_experts"] = 4;
-  expect_error([&] { architecture(mixture); }, {"num_local_experts", "4 experts"});
-  mixture.erase("num_local_experts");  // GraniteMoeHybridConfig's default: 8
-  expect_error([&] { architecture(mixture); }, {"num_local_experts", "8 experts"});
+  mixture.erase("num_local_experts");
+  mixture["intermediate_size"] = 64;
+  const Architecture m = architecture(mixture);
+  EXPECT_EQ(m.experts, 8);
+  EXPECT_EQ(m.experts_per_token, 2);
+  EXPECT_EQ(m.expert_intermediate, 64);
+  EXPECT_EQ(m.shared_expert_intermediate, 96);
+  EXPECT_FALSE(m.shared_expert_gated);
+  const LayerModules sparse = m.layer(0);
+  ASSERT_EQ(sparse.experts.size(), 8u);
+  EXPECT_EQ(sparse.mlp_input.at(0).name, "model.layers.0.shared_mlp.input_linear");
+  EXPECT_EQ(sparse.experts[7].input.at(0).name, "model.layers.0.block_sparse_moe.input_linear");
   nlohmann::json no_mlp = c;
   no_mlp["shared_intermediate_size"] = 0;
   expect_error([&] { architecture(no_mlp); }, {"shared_intermediate_size", "not positive"});
@@ -377,6 +386,58 @@ TEST(Architecture, Granite4DenseAttentionOnly) {
   nlohmann::json llama = stories_config();
   llama["num_local_experts"] = 0;
   expect_error([&] { architecture(llama); }, {"num_local_experts", "mixture-of-experts"});
+}
+
+// Granite's mixtures (GraniteMoe, GraniteMoeShared): each block's experts stacked in two tensors,
+// named as one module per expert with its index, the router as block_sparse_moe.router.layer,
+// the top-k softmax renormalized, GraniteMoeShared's shared_mlp where its width is not 0.
+TEST(Architecture, GraniteMixturesStackTheirExperts) {
+  nlohmann::json c = stories_config();
+  c["architectures"] = {"GraniteMoeForCausalLM"};
+  c["model_type"] = "granitemoe";
+  c["intermediate_size"] = 32;
+  c["num_local_experts"] = 4;
+  c["num_experts_per_tok"] = 2;
+  c["residual_multiplier"] = 0.22;
+  const Architecture a = architecture(c);
+  EXPECT_EQ(a.experts, 4);
+  EXPECT_EQ(a.expert_intermediate, 32);
+  EXPECT_TRUE(a.routing.renormalize);
+  EXPECT_EQ(a.residual_multiplier, 0.22f);
+  const LayerModules l = a.layer(2);
+  ASSERT_EQ(l.router.size(), 1u);
+  EXPECT_EQ(l.router[0].name, "model.layers.2.block_sparse_moe.router.layer");
+  ASSERT_EQ(l.experts.size(), 4u);
+  for (int64_t e = 0; e < 4; ++e) {
+    const ExpertModules& x = l.experts[static_cast<size_t>(e)];
+    ASSERT_EQ(x.input.size(), 1u);  // gate and up rows in one tensor, gate first
+    EXPECT_EQ(x.input[0].name, "model.layers.2.block_sparse_moe.input_linear");
+    EXPECT_EQ(x.input[0].out_features, 64);
+    EXPECT_EQ(x.input[0].stacked_experts, 4);
+    EXPECT_EQ(x.input[0].expert, e);
+    EXPECT_EQ(x.output.name, "model.layers.2.block_sparse_moe.output_linear");
+    EXPECT_EQ(x.output.in_features, 32);
+    EXPECT_EQ(x.output.expert, e);
+  }
+  EXPECT_TRUE(l.mlp_input.empty());
+  // GraniteMoeConfig's defaults: 8 experts, 2 per token.
+  c.erase("num_local_experts");
+  c.erase("num_experts_per_tok");
+  EXPECT_EQ(architecture(c).experts, 8);
+  EXPECT_EQ(architecture(c).experts_per_token, 2);
+
+  c["architectures"] = {"GraniteMoeSharedForCausalLM"};
+  c["model_type"] = "granitemoeshared";
+  c["shared_intermediate_size"] = 48;
+  const LayerModules shared = architecture(c).layer(0);
+  ASSERT_EQ(shared.mlp_input.size(), 1u);
+  EXPECT_EQ(shared.mlp_input[0].name, "model.layers.0.shared_mlp.input_linear");
+  EXPECT_EQ(shared.mlp_input[0].out_features, 96);
+  EXPECT_EQ(shared.mlp_output.in_features, 48);
+  c["shared_intermediate_size"] = 0;  // GraniteMoeSharedConfig's default: no shared MLP
+  EXPECT_TRUE(architecture(c).layer(0).mlp_input.empty());
+  c["num_local_experts"] = 0;
+  expect_error([&] { architecture(c); }, {"num_local_experts", "between 1 and"});
 }
 
 // transformers 5's rope_parameters per layer type, on a family whose layers share one rope.

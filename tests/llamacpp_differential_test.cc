@@ -139,7 +139,8 @@ INSTANTIATE_TEST_SUITE_P(TinyPresets, LlamaCppDifferential,
                                          "tiny-granite", "tiny-smollm3", "tiny-olmo2", "tiny-olmo3",
                                          "tiny-exaone4", "tiny-ministral3", "tiny-ernie4_5",
                                          "tiny-ernie4_5-moe", "tiny-glm4", "tiny-glm4-moe",
-                                         "tiny-phi3", "tiny-granite4", "tiny-granite4-nope"),
+                                         "tiny-phi3", "tiny-granite4", "tiny-granite4-nope",
+                                         "tiny-granitemoe", "tiny-granitemoe-shared"),
                          preset_test_name);
 
 }  // namespace

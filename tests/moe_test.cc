@@ -17,6 +17,7 @@
 #include "dq4/convert/quantize.h"
 #include "dq4/convert/synth.h"
 #include "dq4/io/checkpoint.h"
+#include "dq4/io/linear_tensors.h"
 #include "dq4/io/quant_config.h"
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/layers/experts.h"
@@ -409,6 +410,60 @@ TEST(MoeCheckpoint, LoadsPerModuleSchemesAndRoutersIgnoredByName) {
   std::vector<float> logits(static_cast<size_t>(model->vocab_size()));
   model->forward(std::span(&input, 1), cache, logits.data());
   for (float l : logits) ASSERT_TRUE(std::isfinite(l));
+}
+
+// Granite's stacked experts quantized as llm-compressor saves them ([experts, N, K / 8] words,
+// [experts, N, groups] scales, weight_shape [experts, N, K]), its router left dense; the model
+// loaded from them computes what the unquantized one does with the same int4 values: each
+// expert's slice is that expert's weights.
+TEST(MoeCheckpoint, StackedExpertsQuantizeAndLoadBySlice) {
+  ScratchDir scratch;
+  const std::string in = synth(scratch, "tiny-granitemoe-shared");
+  QuantizeOptions q;
+  q.input_dir = in;
+  q.modules = Architecture::read(in).linear_modules();
+  q.output_dir = scratch.file("q");
+  q.format = WeightFormat::pack_quantized;
+  quantize_checkpoint(q);
+  const std::string dir = q.output_dir;
+  const Checkpoint ckpt = Checkpoint::open_dir(dir);
+  const std::string moe = "model.layers.1.block_sparse_moe.";
+  EXPECT_EQ(ckpt.tensor(moe + "input_linear.weight_packed").shape,
+            (std::vector<int64_t>{8, 128, 12}));
+  EXPECT_EQ(ckpt.tensor(moe + "input_linear.weight_scale").shape,
+            (std::vector<int64_t>{8, 128, 3}));
+  const auto shape = ckpt.tensor(moe + "output_linear.weight_shape").as<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(shape.begin(), shape.end()), (std::vector<int64_t>{8, 96, 64}));
+  EXPECT_EQ(ckpt.tensor(moe + "router.layer.weight").dtype, Dtype::F32);
+  EXPECT_EQ(ckpt.find(moe + "router.layer.weight_scale"), nullptr);
+  EXPECT_NE(ckpt.find("model.layers.1.shared_mlp.input_linear.weight_packed"), nullptr);
+
+  // Expert 5's slice: its own rows of the stacked words and scales.
+  const QuantizationConfig quant = QuantizationConfig::read(dir);
+  const LinearModule five{moe + "output_linear", 96, 64, false, 8, 5};
+  const LinearTensors t = find_linear_tensors(ckpt, five, quant.resolve(five.name));
+  EXPECT_EQ(t.n, 96);
+  EXPECT_EQ(t.k, 64);
+  const TensorView& words = ckpt.tensor(moe + "output_linear.weight_packed");
+  EXPECT_EQ(t.weight_packed->data, words.data + 5 * words.bytes / 8);
+  EXPECT_EQ(t.weight_scale->shape, (std::vector<int64_t>{96, 2}));
+  const std::vector<std::string> lines = Model::load(dir)->describe();
+  EXPECT_TRUE(has_line(lines, "experts input: ", "8 experts, each W4A8 g32"))
+      << testing::PrintToString(lines);
+  EXPECT_TRUE(has_line(lines, "router: ", "dense F32")) << testing::PrintToString(lines);
+
+  // A leading dimension other than the config's count, and an expert past it, are refused.
+  const LinearModule nine{moe + "output_linear", 96, 64, false, 9, 0};
+  test::expect_error([&] { find_linear_tensors(ckpt, nine, quant.resolve(nine.name)); },
+                     {moe + "output_linear", "expected 9 stacked experts"});
+  const LinearModule past{moe + "output_linear", 96, 64, false, 8, 8};
+  test::expect_error([&] { find_linear_tensors(ckpt, past, quant.resolve(past.name)); },
+                     {"expert 8 of 8"});
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(in + "/config.json"));
+  config["num_local_experts"] = 6;
+  std::ofstream(in + "/config.json") << config.dump(2);
+  test::expect_error([&] { Model::load(in); },
+                     {"config.json", "num_local_experts", "6 experts", "[8, 96, 64]"});
 }
 
 // A config counting more experts or layers than the checkpoint holds is refused naming the field,

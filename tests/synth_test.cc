@@ -235,7 +235,8 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     EXPECT_EQ(c.logits_scaling > 0, name.starts_with("tiny-granite"));
     // Granite 4: the MLP as its shared_mlp (gate and up fused), layer types, the rope switch.
     const bool granite4 = name.starts_with("tiny-granite4");
-    EXPECT_EQ(ckpt.find("model.layers.1.shared_mlp.input_linear.weight") != nullptr, granite4);
+    EXPECT_EQ(ckpt.find("model.layers.1.shared_mlp.input_linear.weight") != nullptr,
+              granite4 || name == "tiny-granitemoe-shared");
     EXPECT_EQ(ckpt.find("model.layers.1.mlp.up_proj.weight") == nullptr,
               granite4 || phi3 || name == "tiny-glm4" || c.num_experts > 0);
     EXPECT_EQ(c.shared_intermediate_size, o.config.shared_intermediate_size);
@@ -268,7 +269,19 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     if (name != "tiny-mixtral") {  // Mixtral's config has no norm_topk_prob: it always renormalizes
       EXPECT_EQ(c.norm_topk_prob, o.config.norm_topk_prob);
     }
-    if (c.num_experts > 0) {
+    // Granite's mixtures: the experts stacked, the router under its own name, the shared MLP.
+    if (name.starts_with("tiny-granitemoe")) {
+      const std::string moe = "model.layers.1.block_sparse_moe.";
+      EXPECT_EQ(ckpt.tensor(moe + "input_linear.weight").shape,
+                (std::vector<int64_t>{c.num_experts, 2 * c.intermediate_size, c.hidden_size}));
+      EXPECT_EQ(ckpt.tensor(moe + "output_linear.weight").shape,
+                (std::vector<int64_t>{c.num_experts, c.hidden_size, c.intermediate_size}));
+      EXPECT_EQ(ckpt.tensor(moe + "router.layer.weight").shape,
+                (std::vector<int64_t>{c.num_experts, c.hidden_size}));
+      EXPECT_EQ(ckpt.find("model.layers.1.shared_mlp.output_linear.weight") != nullptr,
+                name == "tiny-granitemoe-shared");
+      EXPECT_EQ(c.shared_intermediate_size, name == "tiny-granitemoe-shared" ? 96 : 0);
+    } else if (c.num_experts > 0) {
       const std::string moe = name == "tiny-mixtral" ? "block_sparse_moe." : "mlp.";
       const std::string last = "model.layers.1." + moe + "experts." +
                                std::to_string(c.num_experts - 1) +

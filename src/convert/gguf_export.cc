@@ -51,9 +51,12 @@ GgufArch gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Gemma3ForCausalLM" || c.architecture == "Gemma3ForConditionalGeneration")
     return {"gemma3", false};
   if (c.architecture == "Phi3ForCausalLM") return {"phi3", false};
-  // Granite 4 without mamba layers or experts is llama.cpp's granite, as its script converts it.
-  if (c.architecture == "GraniteForCausalLM" || c.architecture == "GraniteMoeHybridForCausalLM")
+  // Granite 4 without mamba layers is llama.cpp's granite, or with experts its granitemoe, as its
+  // script converts it.
+  if (c.architecture == "GraniteForCausalLM" ||
+      (c.architecture == "GraniteMoeHybridForCausalLM" && c.num_experts == 0))
     return {"granite", true};
+  if (c.architecture.starts_with("GraniteMoe")) return {"granitemoe", true};
   if (c.architecture == "SmolLM3ForCausalLM") return {"smollm3", true};
   // OLMo 3 is llama.cpp's olmo2 with sliding windows.
   if (c.architecture == "Olmo2ForCausalLM" || c.architecture == "Olmo3ForCausalLM")
@@ -354,7 +357,8 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
   }
   if (a.attention_softcap > 0) w.add_f32(arch + ".attn_logit_softcapping", a.attention_softcap);
   if (a.final_softcap > 0) w.add_f32(arch + ".final_logit_softcapping", a.final_softcap);
-  if (arch == "granite") {  // as the script writes them, from config.json (1 where absent)
+  if (arch.starts_with(
+          "granite")) {  // as the script writes them, from config.json (1 where absent)
     const auto scale = [](double v) { return static_cast<float>(v > 0 ? v : 1.0); };
     w.add_f32(arch + ".embedding_scale", scale(c.embedding_multiplier));
     w.add_f32(arch + ".attention.scale", scale(c.attention_multiplier));
@@ -483,7 +487,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     return t;
   };
   const auto linear_tensors = [&](const LinearModule& m) {
-    LinearTensors lt = find_linear_tensors(ckpt, m.name, qc.resolve(m.name));
+    LinearTensors lt = find_linear_tensors(ckpt, m, qc.resolve(m.name));
     check_linear_shape(lt, m);
     if (m.has_bias && lt.bias == nullptr)
       throw Error("export-gguf: module '" + m.name + "': config.json implies a bias, but " +
@@ -537,10 +541,13 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
   };
 
   // A sparse layer's experts' `which` module stacked into one tensor: Q4_0 when every expert's is
-  // int4, else F32 (an unquantized checkpoint) or the dtype of the first.
+  // int4, else F32 (an unquantized checkpoint) or the dtype of the first. `rows` rows of each from
+  // `first` (-1: all of them).
   const auto add_experts = [&](const std::vector<ExpertModules>& experts,
                                const std::function<LinearModule(const ExpertModules&)>& which,
-                               const std::string& gguf) {
+                               const std::string& gguf, int64_t first = 0, int64_t rows = -1) {
+    std::function<int64_t(int64_t)> row_of;
+    if (first > 0) row_of = [first](int64_t r) { return first + r; };
     std::vector<GgufWriter::Producer> parts;
     std::optional<GgmlType> type;
     for (const ExpertModules& e : experts) {
@@ -552,13 +559,14 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
         throw Error("export-gguf: module '" + m.name +
                     "': the experts of a layer must all be stored alike (one GGUF tensor)");
       type = t;
-      parts.push_back(t == GgmlType::Q4_0 ? q4_0_producer(lt, nullptr)
-                                          : float_producer(*lt.weight, t, nullptr));
+      parts.push_back(t == GgmlType::Q4_0 ? q4_0_producer(lt, row_of, rows)
+                                          : float_producer(*lt.weight, t, row_of, rows));
     }
-    const LinearModule first = which(experts.front());
-    w.add_tensor(gguf, *type,
-                 {static_cast<int64_t>(experts.size()), first.out_features, first.in_features},
-                 stacked_producer(std::move(parts)));
+    const LinearModule m = which(experts.front());
+    w.add_tensor(
+        gguf, *type,
+        {static_cast<int64_t>(experts.size()), rows >= 0 ? rows : m.out_features, m.in_features},
+        stacked_producer(std::move(parts)));
     if (*type == GgmlType::Q4_0) ++report.q4_0_tensors;
   };
 
@@ -619,12 +627,17 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
         w.add_tensor(blk + "exp_probs_b.bias", GgmlType::F32, {a.experts},
                      float_producer(bias, GgmlType::F32, nullptr));
       }
-      add_experts(
-          l.experts, [](const ExpertModules& e) { return e.input.at(0); },
-          blk + "ffn_gate_exps.weight");
-      add_experts(
-          l.experts, [](const ExpertModules& e) { return e.input.at(1); },
-          blk + "ffn_up_exps.weight");
+      const auto input = [](size_t i) {
+        return [i](const ExpertModules& e) { return e.input.at(i); };
+      };
+      if (l.experts[0].input.size() == 1) {  // Granite's stacked gate and up: the two halves
+        const int64_t inter = a.expert_intermediate;
+        add_experts(l.experts, input(0), blk + "ffn_gate_exps.weight", 0, inter);
+        add_experts(l.experts, input(0), blk + "ffn_up_exps.weight", inter, inter);
+      } else {
+        add_experts(l.experts, input(0), blk + "ffn_gate_exps.weight");
+        add_experts(l.experts, input(1), blk + "ffn_up_exps.weight");
+      }
       add_experts(
           l.experts, [](const ExpertModules& e) { return e.output; }, blk + "ffn_down_exps.weight");
     }
@@ -637,12 +650,14 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       w.add_tensor(blk + "ffn_gate_inp_shexp.weight", GgmlType::F32, {gate.in_features},
                    float_producer(*lt.weight, GgmlType::F32, nullptr));
     }
-    if (l.mlp_input.size() == 1 && arch.name == "granite") {
-      // Granite 4's shared_mlp.input_linear (gate rows first): llama.cpp's granite reads the two
-      // halves as ffn_gate and ffn_up.
-      add_linear_rows(l.mlp_input[0], blk + "ffn_gate", 0, c.intermediate_size);
-      add_linear_rows(l.mlp_input[0], blk + "ffn_up", c.intermediate_size, c.intermediate_size);
-      add_linear(l.mlp_output, blk + "ffn_down", 0);
+    if (l.mlp_input.size() == 1 && arch.name.starts_with("granite")) {
+      // Granite's shared_mlp.input_linear (gate rows first): llama.cpp's granite and granitemoe
+      // read the two halves as ffn_gate and ffn_up (_shexp beside experts).
+      const std::string suffix = l.experts.empty() ? "" : "_shexp";
+      const int64_t inter = l.mlp_output.in_features;
+      add_linear_rows(l.mlp_input[0], blk + "ffn_gate" + suffix, 0, inter);
+      add_linear_rows(l.mlp_input[0], blk + "ffn_up" + suffix, inter, inter);
+      add_linear(l.mlp_output, blk + "ffn_down" + suffix, 0);
     } else if (l.mlp_input.size() == 1) {  // Phi-3's gate_up_proj is llama.cpp's ffn_up, gate first
       add_linear(l.mlp_input[0], blk + "ffn_up", 0);
       add_linear(l.mlp_output, blk + "ffn_down", 0);

@@ -140,17 +140,21 @@ std::vector<PlannedTensor> Quantizer::plan(const Checkpoint& checkpoint, const I
     throw Error("quantize: no linear modules given for " + options_.input_dir);
   std::vector<const TensorView*> quantized;  // the weights to quantize
   for (const LinearModule& m : options_.modules) {
+    if (m.expert > 0) continue;  // stacked experts: one tensor, planned with the first
     ++report_.linear_modules;
     const std::string name = m.name + ".weight";
     const TensorView* weight = checkpoint.find(name);
     if (weight == nullptr)
       throw Error("quantize: checkpoint " + options_.input_dir + " has no tensor \"" + name +
                   "\" (linear module " + m.name + " of config.json)");
-    const std::vector<int64_t> expected{m.out_features, m.in_features};
-    if (weight->shape != expected)
+    std::vector<int64_t> expected{m.out_features, m.in_features};
+    if (m.expert == 0) expected.insert(expected.begin(), m.stacked_experts);
+    if (weight->shape != expected) {
+      TensorView shape;
+      shape.shape = expected;
       throw Error("quantize: tensor \"" + name + "\" in " + weight->file + " has shape " +
-                  weight->shape_string() + "; config.json gives [" +
-                  std::to_string(m.out_features) + ", " + std::to_string(m.in_features) + "]");
+                  weight->shape_string() + "; config.json gives " + shape.shape_string());
+    }
     if (ignore.ignores(m.name)) continue;
     if (weight->dtype != Dtype::F32 && weight->dtype != Dtype::BF16 && weight->dtype != Dtype::F16)
       throw Error("quantize: tensor \"" + name + "\" in " + weight->file + " is " +
@@ -167,16 +171,27 @@ std::vector<PlannedTensor> Quantizer::plan(const Checkpoint& checkpoint, const I
       planned.push_back({{t->name, t->dtype, t->shape}, Part::copy, t});
       continue;
     }
+    // [N, K], or stacked experts' [experts, N, K]: quantized row by row alike.
     const std::string prefix = name.substr(0, name.size() - std::string_view("weight").size());
-    const int64_t n = t->shape[0], k = t->shape[1];
-    const std::vector<int64_t> scale_shape{n, rtn_groups(k, options_.group_size)};
-    planned.push_back({{prefix + "weight_scale", t->dtype, scale_shape}, Part::scale, t});
+    const int64_t k = t->shape.back();
+    const auto with_last = [&](int64_t last) {
+      std::vector<int64_t> shape = t->shape;
+      shape.back() = last;
+      return shape;
+    };
+    planned.push_back(
+        {{prefix + "weight_scale", t->dtype, with_last(rtn_groups(k, options_.group_size))},
+         Part::scale,
+         t});
     if (options_.format == WeightFormat::int_quantized) {
-      planned.push_back({{prefix + "weight", Dtype::I8, {n, k}}, Part::values, t});
+      planned.push_back({{prefix + "weight", Dtype::I8, t->shape}, Part::values, t});
     } else {
       planned.push_back(
-          {{prefix + "weight_packed", Dtype::I32, {n, (k + 7) / 8}}, Part::packed, t});
-      planned.push_back({{prefix + "weight_shape", Dtype::I64, {2}}, Part::shape, t});
+          {{prefix + "weight_packed", Dtype::I32, with_last((k + 7) / 8)}, Part::packed, t});
+      planned.push_back(
+          {{prefix + "weight_shape", Dtype::I64, {static_cast<int64_t>(t->shape.size())}},
+           Part::shape,
+           t});
     }
   }
   std::sort(planned.begin(), planned.end(), [](const PlannedTensor& a, const PlannedTensor& b) {
@@ -192,8 +207,11 @@ const ModuleOutput& Quantizer::module_output(const TensorView* weight, bool need
   ModuleOutput out;
   out.weight = weight;
   out.has_values = need_values;
-  out.rtn = need_values ? rtn_quantize(*weight, options_.group_size)
-                        : rtn_scales(*weight, options_.group_size);
+  // Stacked experts' rows as one matrix: each row's scales are its own.
+  TensorView rows = *weight;
+  rows.shape = {weight->numel() / weight->shape.back(), weight->shape.back()};
+  out.rtn =
+      need_values ? rtn_quantize(rows, options_.group_size) : rtn_scales(rows, options_.group_size);
   release_pages(weight->data, weight->bytes);
   if (need_values && options_.format == WeightFormat::pack_quantized) {
     out.packed = pack_rows(out.rtn);
@@ -213,7 +231,7 @@ void Quantizer::write_tensor(const PlannedTensor& t, CheckpointWriter& writer) {
     return;
   }
   if (t.part == Part::shape) {
-    writer.append(t.source->shape.data(), 2 * sizeof(int64_t));
+    writer.append(t.source->shape.data(), t.source->shape.size() * sizeof(int64_t));
     return;
   }
   const ModuleOutput& out = module_output(t.source, t.part != Part::scale);
@@ -241,7 +259,8 @@ QuantizeReport Quantizer::run() {
   for (const auto& [suffix, entry] :
        {std::pair<std::string_view, const char*>{".mlp.gate", "re:.*mlp.gate$"},
         {".mlp.shared_expert_gate", "re:.*mlp.shared_expert_gate$"},
-        {".block_sparse_moe.gate", "re:.*block_sparse_moe.gate$"}})
+        {".block_sparse_moe.gate", "re:.*block_sparse_moe.gate$"},
+        {".block_sparse_moe.router.layer", "re:.*block_sparse_moe.router.layer$"}})
     for (const LinearModule& m : options_.modules)
       if (m.name.ends_with(suffix)) {
         ignore_entries.emplace_back(entry);

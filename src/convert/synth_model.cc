@@ -136,6 +136,12 @@ std::vector<TensorSpec> model_tensors(const ModelConfig& c, Dtype dtype) {
   }
   for (const LinearModule& m : a.linear_modules()) {
     const Dtype t = f32_modules.contains(m.name) ? Dtype::F32 : dtype;
+    if (m.expert > 0) continue;  // stacked experts: one tensor, written with the first
+    if (m.expert == 0) {
+      tensors.push_back(
+          {m.name + ".weight", t, {m.stacked_experts, m.out_features, m.in_features}});
+      continue;
+    }
     tensors.push_back({m.name + ".weight", t, {m.out_features, m.in_features}});
     if (m.has_bias) tensors.push_back({m.name + ".bias", dtype, {m.out_features}});
   }
@@ -243,9 +249,14 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
   } else if (c.num_experts > 0) {
     const bool qwen_moe =
         c.architecture == "Qwen2MoeForCausalLM" || c.architecture == "Qwen3MoeForCausalLM";
-    j[c.architecture == "MixtralForCausalLM" ? "num_local_experts" : "num_experts"] = c.num_experts;
+    // Mixtral and Granite always renormalize: their configs have no norm_topk_prob.
+    const bool local =
+        c.architecture == "MixtralForCausalLM" || c.architecture.starts_with("Granite");
+    j[local ? "num_local_experts" : "num_experts"] = c.num_experts;
     j["num_experts_per_tok"] = c.num_experts_per_tok;
-    if (c.architecture != "MixtralForCausalLM") j["norm_topk_prob"] = c.norm_topk_prob;
+    if (!local) j["norm_topk_prob"] = c.norm_topk_prob;
+    if (c.architecture == "GraniteMoeSharedForCausalLM")
+      j["shared_intermediate_size"] = c.shared_intermediate_size;
     if (qwen_moe) {
       j["moe_intermediate_size"] = c.moe_intermediate_size;
       j["decoder_sparse_step"] = c.decoder_sparse_step;

@@ -31,7 +31,9 @@ enum class Arch {
   ernie4_5_moe,
   glm4,
   glm4_moe,
-  granite4
+  granite4,
+  granite_moe,
+  granite_moe_shared
 };
 enum class Rope { none, llama3, linear, longrope, yarn };
 
@@ -50,7 +52,8 @@ struct Preset {
   double attn_softcap = 0, final_softcap = 0;  // Gemma 2
   bool tiny = true;                            // weights ~N(0, 0.1^2), norms 1 + ~N(0, 0.1^2)
   // Mixtures of experts: experts, experts per token, the experts' intermediate size (Qwen's
-  // moe_intermediate_size; Mixtral's and OLMoE's is `intermediate`), the shared expert's.
+  // moe_intermediate_size; Mixtral's and OLMoE's is `intermediate`), the shared expert's
+  // (Qwen2-MoE) or shared MLP's (GraniteMoeShared).
   int64_t experts = 0, experts_per_token = 0, expert_intermediate = 0, shared_intermediate = 0;
   bool norm_topk_prob = false;
   // Ernie 4.5 MoE, GLM-4 MoE: the shared experts (each of the experts' size) and the first sparse
@@ -72,7 +75,10 @@ constexpr Preset tiny_moe(const char* name, Arch arch, bool norm_topk_prob) {
   } else {
     p.intermediate = 64;
   }
-  if (arch == Arch::qwen2_moe) p.shared_intermediate = 96;
+  if (arch == Arch::qwen2_moe || arch == Arch::granite_moe_shared) p.shared_intermediate = 96;
+  // Granite ties its head, as the tiny dense Granite does: the logits' divisor leaves an untied
+  // random head's next tokens too flat to compare.
+  if (arch == Arch::granite_moe || arch == Arch::granite_moe_shared) p.tied = true;
   if (arch == Arch::olmoe) p.kv_heads = p.heads;  // as OLMoE (llama.cpp's k norm is [hidden])
   return p;
 }
@@ -170,6 +176,22 @@ constexpr Preset kPresets[] = {
      .shared_experts = 1,
      .first_sparse_layer = 1,
      .routed_scale = 1.0},
+    // Granite 3.1 3B-A800M: 40 stacked experts of 512, 8 per token.
+    {.name = "granite3.1-3b-a800m",
+     .arch = Arch::granite_moe,
+     .hidden = 1536,
+     .intermediate = 512,
+     .layers = 32,
+     .heads = 24,
+     .kv_heads = 8,
+     .head_dim = 64,
+     .vocab = 49155,
+     .context = 131072,
+     .rope_theta = 10000000.0,
+     .tied = true,
+     .tiny = false,
+     .experts = 40,
+     .experts_per_token = 8},
     // Granite 4.0 Micro: Granite 4 without mamba layers or experts.
     {.name = "granite4-micro",
      .arch = Arch::granite4,
@@ -291,6 +313,10 @@ constexpr Preset kPresets[] = {
     // Granite 4 (GraniteMoeHybrid, attention layers only, no experts): Granite's scalars, the
     // MLP's gate and up fused; with rotary embeddings, and without them (NoPE).
     {.name = "tiny-granite4", .arch = Arch::granite4, .tied = true},
+    // Granite's mixtures: experts stacked in one tensor per block ([experts, 2 x 64, hidden] gate
+    // and up, [experts, hidden, 64] down), with and without a shared MLP.
+    tiny_moe("tiny-granitemoe", Arch::granite_moe, false),
+    tiny_moe("tiny-granitemoe-shared", Arch::granite_moe_shared, false),
     {.name = "tiny-granite4-nope", .arch = Arch::granite4, .tied = true, .rotary = false},
     // SmolLM3: every fourth layer without rotary embeddings (NoPE), so four layers.
     {.name = "tiny-smollm3", .arch = Arch::smollm3, .layers = 4, .tied = true},
@@ -471,9 +497,17 @@ SynthOptions options_of(const Preset& p) {
       break;
     case Arch::granite:
     case Arch::granite4:
-      c.architecture =
-          p.arch == Arch::granite ? "GraniteForCausalLM" : "GraniteMoeHybridForCausalLM";
-      c.model_type = p.arch == Arch::granite ? "granite" : "granitemoehybrid";
+    case Arch::granite_moe:
+    case Arch::granite_moe_shared:
+      c.architecture = p.arch == Arch::granite       ? "GraniteForCausalLM"
+                       : p.arch == Arch::granite4    ? "GraniteMoeHybridForCausalLM"
+                       : p.arch == Arch::granite_moe ? "GraniteMoeForCausalLM"
+                                                     : "GraniteMoeSharedForCausalLM";
+      c.model_type = p.arch == Arch::granite       ? "granite"
+                     : p.arch == Arch::granite4    ? "granitemoehybrid"
+                     : p.arch == Arch::granite_moe ? "granitemoe"
+                                                   : "granitemoeshared";
+      c.shared_intermediate_size = p.shared_intermediate;
       if (p.arch == Arch::granite4) {
         c.shared_intermediate_size = p.intermediate;
         if (p.rotary) c.position_embedding_type = "rope";
@@ -482,12 +516,13 @@ SynthOptions options_of(const Preset& p) {
       c.attention_multiplier = 0.015625;
       c.residual_multiplier = 0.22;
       c.logits_scaling = 8.0;
+      p.arch == Arch::granite_moe || p.arch == Arch::granite_moe_shared ? 2.0 : 8.0;
       break;
   }
   c.num_experts = p.experts;
   c.num_experts_per_tok = p.experts_per_token;
   c.moe_intermediate_size = p.expert_intermediate;
-  c.shared_expert_intermediate_size = p.shared_intermediate;
+  if (p.arch == Arch::qwen2_moe) c.shared_expert_intermediate_size = p.shared_intermediate;
   c.norm_topk_prob = p.norm_topk_prob;
   c.hidden_size = p.hidden;
   c.intermediate_size = p.intermediate;

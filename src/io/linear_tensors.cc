@@ -20,15 +20,70 @@ std::string describe(const TensorView& t) {
   throw Error("module '" + std::string(module) + "': " + message);
 }
 
-const TensorView& require(const Checkpoint& checkpoint, std::string_view module,
-                          const std::string& name, const LinearScheme& scheme) {
-  const TensorView* t = checkpoint.find(name);
-  if (t == nullptr)
-    fail(module, "tensor '" + name + "' is missing from " + checkpoint.dir() + " (scheme " +
-                     std::string(linear_kind_name(scheme.kind)) + ", format " +
-                     std::string(weight_format_name(scheme.format)) + ")");
-  return *t;
-}
+// A module's tensors as the checkpoint holds them, or one expert's slices of stacked ones: each
+// [experts, ...] cut to [...], weight_shape [experts, N, K] to [N, K].
+class ModuleTensors {
+ public:
+  ModuleTensors(const Checkpoint& checkpoint, std::string_view module, int64_t stacked,
+                int64_t expert)
+      : checkpoint_(checkpoint), module_(module), stacked_(stacked), expert_(expert) {
+    if (expert_ >= 0) {
+      if (expert_ >= stacked_)
+        fail(module, "expert " + std::to_string(expert_) + " of " + std::to_string(stacked_));
+      slices_ = std::make_shared<std::vector<TensorView>>();
+      slices_->reserve(kMostSlices);  // the views stay where they are: callers point at them
+    }
+  }
+
+  const TensorView* find(std::string_view suffix) {
+    const TensorView* t = checkpoint_.find(module_ + "." + std::string(suffix));
+    if (t == nullptr || expert_ < 0) return t;
+    for (const TensorView& v : *slices_)
+      if (v.name.starts_with(t->name + " ")) return &v;  // sliced already
+    if (slices_->size() == kMostSlices) throw Error("internal: too many slices of one module");
+    TensorView& v = slices_->emplace_back(*t);
+    v.name = t->name + " (expert " + std::to_string(expert_) + ")";
+    if (suffix == "weight_shape") {
+      const size_t size = t->dtype == Dtype::I64 ? 8 : 4;
+      const int64_t leading = t->numel() == 3 && t->dtype == Dtype::I64   ? t->as<int64_t>()[0]
+                              : t->numel() == 3 && t->dtype == Dtype::I32 ? t->as<int32_t>()[0]
+                                                                          : -1;
+      if (leading != stacked_)
+        fail(module_, describe(*t) + ": expected I64 or I32 [" + std::to_string(stacked_) +
+                          ", N, K] for " + std::to_string(stacked_) + " stacked experts");
+      v.shape = {2};
+      v.data += size;
+      v.bytes = 2 * size;
+      return &v;
+    }
+    if (t->shape.size() < 2 || t->shape[0] != stacked_)
+      fail(module_, describe(*t) + ": expected " + std::to_string(stacked_) +
+                        " stacked experts along its first dimension");
+    v.shape.erase(v.shape.begin());
+    v.bytes = t->bytes / static_cast<size_t>(stacked_);
+    v.data += static_cast<size_t>(expert_) * v.bytes;
+    return &v;
+  }
+
+  const TensorView& require(std::string_view suffix, const LinearScheme& scheme) {
+    const TensorView* t = find(suffix);
+    if (t == nullptr)
+      fail(module_, "tensor '" + module_ + "." + std::string(suffix) + "' is missing from " +
+                        checkpoint_.dir() + " (scheme " +
+                        std::string(linear_kind_name(scheme.kind)) + ", format " +
+                        std::string(weight_format_name(scheme.format)) + ")");
+    return *t;
+  }
+
+  std::shared_ptr<const std::vector<TensorView>> slices() const { return slices_; }
+
+ private:
+  static constexpr size_t kMostSlices = 5;  // weight, weight_packed, weight_scale, bias, shape
+  const Checkpoint& checkpoint_;
+  std::string module_;
+  int64_t stacked_, expert_;
+  std::shared_ptr<std::vector<TensorView>> slices_;
+};
 
 void expect_shape(std::string_view module, const TensorView& t, std::vector<int64_t> shape) {
   if (t.shape != shape) {
@@ -51,22 +106,24 @@ void check_zero_points(const Checkpoint& checkpoint, std::string_view module,
 
 }  // namespace
 
-LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view module,
-                                  const LinearScheme& scheme) {
+namespace {
+
+LinearTensors find_in(const Checkpoint& checkpoint, std::string_view module,
+                      const LinearScheme& scheme, ModuleTensors& at) {
   const std::string prefix = std::string(module) + ".";
   LinearTensors t;
   t.module = module;
   t.scheme = scheme;
-  t.bias = checkpoint.find(prefix + "bias");
-  const TensorView* weight = checkpoint.find(prefix + "weight");
-  const TensorView* packed = checkpoint.find(prefix + "weight_packed");
-  const TensorView* scale = checkpoint.find(prefix + "weight_scale");
+  t.bias = at.find("bias");
+  const TensorView* weight = at.find("weight");
+  const TensorView* packed = at.find("weight_packed");
+  const TensorView* scale = at.find("weight_scale");
 
   if (scheme.kind == LinearKind::dense) {
     if (scale != nullptr || packed != nullptr)
       fail(module, "the config leaves it unquantized (" + scheme.reason +
                        ") but the checkpoint has " + describe(scale != nullptr ? *scale : *packed));
-    t.weight = &require(checkpoint, module, prefix + "weight", scheme);
+    t.weight = &at.require("weight", scheme);
     if (!is_float_dtype(t.weight->dtype) || t.weight->shape.size() != 2)
       fail(module, describe(*t.weight) + ": a dense weight must be F32, BF16 or F16 [N, K]");
     t.n = t.weight->shape[0];
@@ -79,7 +136,7 @@ LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view
       if (weight == nullptr && packed != nullptr)
         fail(module, "the config says int-quantized but the checkpoint has " + describe(*packed) +
                          " (pack-quantized)");
-      t.weight = &require(checkpoint, module, prefix + "weight", scheme);
+      t.weight = &at.require("weight", scheme);
       if (t.weight->dtype != Dtype::I8 || t.weight->shape.size() != 2)
         fail(module, describe(*t.weight) + ": int-quantized weights must be I8 [N, K]");
       t.n = t.weight->shape[0];
@@ -88,8 +145,8 @@ LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view
       if (packed == nullptr && weight != nullptr)
         fail(module, "the config says pack-quantized but the checkpoint has " + describe(*weight) +
                          " (int-quantized or dense)");
-      t.weight_packed = &require(checkpoint, module, prefix + "weight_packed", scheme);
-      const TensorView& shape = require(checkpoint, module, prefix + "weight_shape", scheme);
+      t.weight_packed = &at.require("weight_packed", scheme);
+      const TensorView& shape = at.require("weight_shape", scheme);
       // compressed-tensors writes weight_shape as I64; its old metadata claims I32: take both.
       int64_t nk[2] = {0, 0};
       if (shape.dtype == Dtype::I64 && shape.numel() == 2) {
@@ -112,7 +169,7 @@ LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view
         fail(module, describe(*t.weight_packed) + ": pack-quantized weights must be I32");
       expect_shape(module, *t.weight_packed, {t.n, (t.k + 7) / 8});
     }
-    t.weight_scale = &require(checkpoint, module, prefix + "weight_scale", scheme);
+    t.weight_scale = &at.require("weight_scale", scheme);
     if (!is_float_dtype(t.weight_scale->dtype))
       fail(module, describe(*t.weight_scale) + ": scales must be F32, BF16 or F16");
     const int64_t groups =
@@ -124,7 +181,22 @@ LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view
       fail(module, describe(*t.bias) + ": a bias must be F32, BF16 or F16");
     expect_shape(module, *t.bias, {t.n});
   }
+  t.slices = at.slices();
   return t;
+}
+
+}  // namespace
+
+LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view module,
+                                  const LinearScheme& scheme) {
+  ModuleTensors at(checkpoint, module, 0, -1);
+  return find_in(checkpoint, module, scheme, at);
+}
+
+LinearTensors find_linear_tensors(const Checkpoint& checkpoint, const LinearModule& module,
+                                  const LinearScheme& scheme) {
+  ModuleTensors at(checkpoint, module.name, module.stacked_experts, module.expert);
+  return find_in(checkpoint, module.name, scheme, at);
 }
 
 int4::WeightSource LinearTensors::int4_source() const {

@@ -309,10 +309,11 @@ ModelConfig ModelConfig::parse(std::string_view config_json, const std::string& 
       c.layer_types.push_back(t.get<std::string>());
     }
   }
-  if (c.architecture == "GraniteMoeHybridForCausalLM") {
+  if (c.architecture == "GraniteMoeHybridForCausalLM" ||
+      c.architecture == "GraniteMoeSharedForCausalLM")
     c.shared_intermediate_size = non_negative(fields, "shared_intermediate_size", 0);
+  if (c.architecture == "GraniteMoeHybridForCausalLM")
     c.position_embedding_type = fields.string("position_embedding_type").value_or("");
-  }
   // transformers >= 4.56 writes "dtype"; older versions "torch_dtype".
   c.torch_dtype = fields.string("torch_dtype").value_or(fields.string("dtype").value_or(""));
   return c;

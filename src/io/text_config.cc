@@ -107,6 +107,10 @@ const nlohmann::json& type_defaults(const std::string& model_type) {
                                                 {"rms_norm_eps", 1e-6},
                                                 {"hidden_act", "silu"},
                                                 {"tie_word_embeddings", false}};
+  // GraniteMoeConfig's and GraniteMoeSharedConfig's mixture.
+  static const nlohmann::json granite_moe = {
+      {"num_local_experts", 8}, {"num_experts_per_tok", 2}, {"max_position_embeddings", 2048},
+      {"rms_norm_eps", 1e-6},   {"hidden_act", "silu"},     {"tie_word_embeddings", false}};
   // Olmo3Config's and Exaone4Config's window (a null one stays none).
   static const nlohmann::json windowed = {{"sliding_window", 4096}};
   if (model_type == "gemma3_text") return gemma3;
@@ -117,6 +121,7 @@ const nlohmann::json& type_defaults(const std::string& model_type) {
   if (model_type == "mistral") return mistral;
   if (model_type == "ministral3") return ministral3;
   if (model_type == "granitemoehybrid") return granite_hybrid;
+  if (model_type == "granitemoe" || model_type == "granitemoeshared") return granite_moe;
   return none;
 }
 

@@ -117,7 +117,7 @@ Linear Linear::load(const Checkpoint& checkpoint, const QuantizationConfig& conf
   std::vector<LinearTensors> tensors;
   std::vector<Plan> plans;
   for (const LinearModule& m : modules) {
-    LinearTensors t = find_linear_tensors(checkpoint, m.name, config.resolve(m.name));
+    LinearTensors t = find_linear_tensors(checkpoint, m, config.resolve(m.name));
     check_linear_shape(t, m);
     if (!tensors.empty() && t.k != tensors[0].k)
       throw Error("module '" + m.name + "': in_features " + std::to_string(t.k) + " differs from " +

@@ -283,8 +283,8 @@ void configure_exaone4(const ModelConfig& c, const std::string& file,
 }
 
 // Granite 4's models without mamba layers (GraniteMoeHybrid, every layer_types entry
-// "attention", num_local_experts 0): Granite's scalars, one MLP per layer (its shared_mlp, gate
-// and up fused), rotary embeddings where position_embedding_type says "rope" (else none).
+// "attention"): Granite's scalars, its shared_mlp (gate and up fused) as the MLP or beside the
+// experts, rotary embeddings where position_embedding_type says "rope" (else none).
 void configure_granite_hybrid(const ModelConfig& c, const std::string& file, Architecture& a) {
   if (c.layer_types.empty())
     refuse(file, "layer_types",
@@ -298,19 +298,27 @@ void configure_granite_hybrid(const ModelConfig& c, const std::string& file, Arc
       refuse(file, "layer_types",
              "layer " + std::to_string(i) + " is '" + c.layer_types[i] +
                  "': dq4 runs attention layers only (Granite 4's models without mamba layers)");
-  if (c.num_experts > 0)
-    refuse(file, "num_local_experts",
-           std::to_string(c.num_experts) +
-               " experts per layer: dq4 runs Granite 4's dense models (0 experts) only");
   if (c.shared_intermediate_size <= 0)
     refuse(file, "shared_intermediate_size", "missing or not positive");
-  // The MLP's width; intermediate_size is the experts' (none here).
-  a.config.intermediate_size = c.shared_intermediate_size;
+  // Beside experts, the shared MLP; without them, the MLP (intermediate_size is the experts').
+  if (c.num_experts > 0)
+    a.shared_expert_intermediate = c.shared_intermediate_size;
+  else
+    a.config.intermediate_size = c.shared_intermediate_size;
   if (c.position_embedding_type != "rope" && !c.position_embedding_type.empty())
     refuse(file, "position_embedding_type",
            "'" + c.position_embedding_type + "' is not supported (dq4 runs \"rope\" and none)");
   const bool rotates = c.position_embedding_type == "rope";
   a.layer_rope.assign(static_cast<size_t>(c.num_hidden_layers), rotates);
+}
+
+// Granite's mixtures (GraniteMoe, GraniteMoeShared, GraniteMoeHybrid with experts): each layer's
+// experts stacked in two tensors per block ([experts, 2 x intermediate, hidden] gate and up,
+// [experts, hidden, intermediate] down), its router block_sparse_moe.router.layer.
+bool granite_mixture(const ModelConfig& c) {
+  return c.architecture == "GraniteMoeForCausalLM" ||
+         c.architecture == "GraniteMoeSharedForCausalLM" ||
+         (c.architecture == "GraniteMoeHybridForCausalLM" && c.num_experts > 0);
 }
 
 // The config keys of a family's expert counts.
@@ -320,7 +328,8 @@ struct ExpertKeys {
 };
 
 ExpertKeys expert_keys(const std::string& architecture) {
-  if (architecture == "MixtralForCausalLM") return {"num_local_experts", "num_experts_per_tok"};
+  if (architecture == "MixtralForCausalLM" || architecture.starts_with("Granite"))
+    return {"num_local_experts", "num_experts_per_tok"};
   if (architecture == "Ernie4_5_MoeForCausalLM") return {"moe_num_experts", "moe_k"};
   if (architecture == "Glm4MoeForCausalLM") return {"n_routed_experts", "num_experts_per_tok"};
   return {"num_experts", "num_experts_per_tok"};
@@ -357,7 +366,8 @@ void check_experts(const ModelConfig& c, const std::string& file, Architecture& 
   ExpertRouting& r = a.routing;
   // Mixtral always renormalizes (its softmax over the top-k logits), Ernie 4.5 by the sum or
   // moe_norm_min, whichever is larger; the others as configured.
-  r.renormalize = mixtral || ernie || c.norm_topk_prob;
+  // Granite's softmax over the top-k logits is the same.
+  r.renormalize = mixtral || ernie || granite_mixture(c) || c.norm_topk_prob;
   if (ernie) {
     r.norm_min = static_cast<float>(c.moe_norm_min);
     r.bias_required = c.moe_use_aux_free;
@@ -389,6 +399,10 @@ void check_experts(const ModelConfig& c, const std::string& file, Architecture& 
     a.shared_expert_intermediate = c.moe_num_shared_experts * c.moe_intermediate_size;
   }
   if (ernie && c.mlp_bias) refuse(file, "use_bias", "biases in a mixture of experts are not run");
+  // GraniteMoeShared's shared MLP, where its width is not 0 (GraniteMoeHybrid's: see
+  // configure_granite_hybrid).
+  if (arch == "GraniteMoeSharedForCausalLM")
+    a.shared_expert_intermediate = c.shared_intermediate_size;
 }
 
 }  // namespace
@@ -411,13 +425,15 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
              gemma3 = arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration",
              phi3 = arch == "Phi3ForCausalLM",
              granite_hybrid = arch == "GraniteMoeHybridForCausalLM",
-             granite = arch == "GraniteForCausalLM" || granite_hybrid,
+             granite_moe = arch == "GraniteMoeForCausalLM" || arch == "GraniteMoeSharedForCausalLM",
+             granite = arch == "GraniteForCausalLM" || granite_hybrid || granite_moe,
              smollm3 = arch == "SmolLM3ForCausalLM", olmo3 = arch == "Olmo3ForCausalLM",
              olmo2 = arch == "Olmo2ForCausalLM" || olmo3, exaone4 = arch == "Exaone4ForCausalLM",
              ernie_moe = arch == "Ernie4_5_MoeForCausalLM",
              ernie = arch == "Ernie4_5ForCausalLM" || ernie_moe, glm4 = arch == "Glm4ForCausalLM",
              glm4_moe = arch == "Glm4MoeForCausalLM";
-  const bool moe = qwen2_moe || qwen3_moe || mixtral || olmoe || ernie_moe || glm4_moe;
+  const bool moe =
+      qwen2_moe || qwen3_moe || mixtral || olmoe || ernie_moe || glm4_moe || granite_mixture(c);
   if (!llama && !mistral && !qwen2 && !qwen3 && !olmoe && !gemma2 && !gemma3 && !phi3 && !granite &&
       !smollm3 && !olmo2 && !exaone4 && !ernie && !glm4 && !glm4_moe)
     refuse(file, "architectures",
@@ -429,7 +445,8 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
                "SmolLM3ForCausalLM, Olmo2ForCausalLM, Olmo3ForCausalLM, Exaone4ForCausalLM, "
                "Mistral3ForConditionalGeneration (text), Ministral3ForCausalLM, "
                "Ernie4_5ForCausalLM, Ernie4_5_MoeForCausalLM, Glm4ForCausalLM, "
-               "Glm4MoeForCausalLM, GraniteMoeHybridForCausalLM (attention-only, dense))");
+               "Glm4MoeForCausalLM, GraniteMoeForCausalLM, GraniteMoeSharedForCausalLM, "
+               "GraniteMoeHybridForCausalLM (attention layers only))");
   if (arch == "Mistral3ForConditionalGeneration" && c.model_type != "mistral" &&
       c.model_type != "ministral3")
     refuse(file, "text_config.model_type",
@@ -569,9 +586,20 @@ void Architecture::check_expert_count(const Checkpoint& checkpoint) const {
   // refused before those names are made.
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     if (!sparse_layer(i)) continue;
+    const char* key = expert_keys(config.architecture).experts;
+    if (granite_mixture(config)) {  // stacked: the down tensors' first dimension
+      const std::string down = sparse_block(i) + "output_linear.";
+      const TensorView* t = checkpoint.find(down + "weight");
+      if (t == nullptr) t = checkpoint.find(down + "weight_packed");
+      if (t != nullptr && (t->shape.size() != 3 || t->shape[0] != experts))
+        refuse(checkpoint.dir() + "/config.json", key,
+               std::to_string(experts) + " experts, but the checkpoint's '" + t->name + "' is " +
+                   t->shape_string());
+      return;
+    }
     const std::string last = sparse_block(i) + "experts." + std::to_string(experts - 1) + ".";
     if (!checkpoint.has_prefix(last))
-      refuse(checkpoint.dir() + "/config.json", expert_keys(config.architecture).experts,
+      refuse(checkpoint.dir() + "/config.json", key,
              std::to_string(experts) + " experts, but the checkpoint has no tensor named " + last +
                  "*");
     return;
@@ -579,9 +607,8 @@ void Architecture::check_expert_count(const Checkpoint& checkpoint) const {
 }
 
 std::string Architecture::sparse_block(int64_t index) const {
-  const bool mixtral = config.architecture == "MixtralForCausalLM";
-  return prefix + "layers." + std::to_string(index) + "." +
-         (mixtral ? "block_sparse_moe." : "mlp.");
+  const bool block = config.architecture == "MixtralForCausalLM" || granite_mixture(config);
+  return prefix + "layers." + std::to_string(index) + "." + (block ? "block_sparse_moe." : "mlp.");
 }
 
 bool Architecture::sparse_layer(int64_t index) const {
@@ -634,10 +661,26 @@ LayerModules Architecture::layer(int64_t index) const {
                        {prefix + "self_attn.k_proj", kv_features, c.hidden_size, bias},
                        {prefix + "self_attn.v_proj", kv_features, c.hidden_size, bias}};
   if (glm4) return fused_mlp(false);
-  if (config.architecture == "GraniteMoeHybridForCausalLM") {  // its shared_mlp, gate first
-    m.mlp_input = {
-        {prefix + "shared_mlp.input_linear", 2 * c.intermediate_size, c.hidden_size, false}};
-    m.mlp_output = {prefix + "shared_mlp.output_linear", c.hidden_size, c.intermediate_size, false};
+  // Granite 4's and GraniteMoeShared's shared_mlp (gate rows first): the MLP, or beside the
+  // experts.
+  const auto shared_mlp = [&](int64_t inter) {
+    m.mlp_input = {{prefix + "shared_mlp.input_linear", 2 * inter, c.hidden_size, false}};
+    m.mlp_output = {prefix + "shared_mlp.output_linear", c.hidden_size, inter, false};
+  };
+  if (granite_mixture(c)) {
+    const std::string moe = sparse_block(index);
+    m.router = {{moe + "router.layer", experts, c.hidden_size, false}};
+    for (int64_t e = 0; e < experts; ++e) {
+      ExpertModules x;
+      x.input = {{moe + "input_linear", 2 * expert_intermediate, c.hidden_size, false, experts, e}};
+      x.output = {moe + "output_linear", c.hidden_size, expert_intermediate, false, experts, e};
+      m.experts.push_back(std::move(x));
+    }
+    if (shared_expert_intermediate > 0) shared_mlp(shared_expert_intermediate);
+    return m;
+  }
+  if (config.architecture == "GraniteMoeHybridForCausalLM") {
+    shared_mlp(c.intermediate_size);
     return m;
   }
   const auto mlp = [&](const std::string& p, int64_t inter, std::vector<LinearModule>& input,

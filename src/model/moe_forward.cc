@@ -1,7 +1,7 @@
 // A sparse layer's MLP, as Hugging Face's Qwen2-MoE / Qwen3-MoE / Mixtral / OLMoE / Ernie 4.5 MoE /
-// GLM-4 MoE blocks compute it: each token's top-k experts' SwiGLU outputs, weighted by the router,
-// summed in expert order, plus the shared expert (Qwen2-MoE's times sigmoid(its gate), the others'
-// as it is):
+// GLM-4 MoE / Granite MoE blocks compute it: each token's top-k experts' SwiGLU outputs, weighted
+// by the router, summed in expert order, plus the shared expert (Qwen2-MoE's times sigmoid(its
+// gate), the others' as it is):
 //
 //   [norm | router | scores, top-k]  (the rows grouped by expert: on this thread)
 //   [quantize each row once | copy to its experts' rows | experts' gate/up | silu]
@@ -125,6 +125,8 @@ void moe_mlp(Model::Impl& m, const DecoderLayer& layer, float* x, float* h, int6
         }
       }
       float* xr = x + r * hidden;
+      if (a.residual_multiplier != 1.0f)  // Granite
+        for (int64_t d = 0; d < hidden; ++d) sum[d] *= a.residual_multiplier;
       for (int64_t d = 0; d < hidden; ++d) xr[d] += sum[d];
     }
   };

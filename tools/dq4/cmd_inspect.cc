@@ -129,9 +129,11 @@ int run_inspect(int argc, char** argv, int first) {
   for (const LinearModule& m : arch.linear_modules()) {
     ModuleRow row;
     row.module = m;
+    // A stacked expert: its index after the module's name.
+    if (m.expert >= 0) row.module.name += "[" + std::to_string(m.expert) + "]";
     try {
       row.scheme = quant.resolve(m.name);
-      const LinearTensors t = find_linear_tensors(checkpoint, m.name, row.scheme);
+      const LinearTensors t = find_linear_tensors(checkpoint, m, row.scheme);
       check_linear_shape(t, m);
       if (t.weight != nullptr) row.weight_dtype = std::string(dtype_name(t.weight->dtype));
       row.bytes = t.bytes();

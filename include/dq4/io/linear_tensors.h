@@ -4,8 +4,10 @@
 // and the dtypes and shapes actually present must agree with it.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dq4/io/checkpoint.h"
 #include "dq4/io/model_config.h"
@@ -25,6 +27,8 @@ struct LinearTensors {
   const TensorView* weight_packed = nullptr;  // pack-quantized: I32 [n, ceil(k / 8)]
   const TensorView* weight_scale = nullptr;   // int4 kinds: F32/BF16/F16 [n, groups]
   const TensorView* bias = nullptr;           // optional: F32/BF16/F16 [n]
+  // A stacked expert's slices of the checkpoint's tensors, which the pointers above point into.
+  std::shared_ptr<const std::vector<TensorView>> slices;
 
   // int4 kinds: the weights as the kernel library takes them, pointing into the checkpoint
   // (bias left out: the caller converts it to f32). Throws for dense modules.
@@ -37,6 +41,10 @@ struct LinearTensors {
 // the tensor and the file for a missing tensor, a dtype or shape that disagrees with the format,
 // or tensors dq4 does not run (weight_zero_point, weight_g_idx).
 LinearTensors find_linear_tensors(const Checkpoint& checkpoint, std::string_view module,
+                                  const LinearScheme& scheme);
+// The same for a LinearModule, which may be one expert of stacked tensors (their leading
+// dimension must be the module's stacked_experts).
+LinearTensors find_linear_tensors(const Checkpoint& checkpoint, const LinearModule& module,
                                   const LinearScheme& scheme);
 
 // Throws dq4::Error naming the module when its tensors are not of the shape config.json gives

@@ -131,6 +131,10 @@ struct LinearModule {
   int64_t out_features = 0;  // N
   int64_t in_features = 0;   // K
   bool has_bias = false;
+  // Experts stored stacked (Granite's MoE: tensors [experts, N, K] under one module name): how
+  // many the tensors hold, and which one this module is; 0 and -1 for a module of its own.
+  int64_t stacked_experts = 0;
+  int64_t expert = -1;
 };
 
 }  // namespace dq4
