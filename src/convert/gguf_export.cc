@@ -357,8 +357,8 @@ void add_hparams(GgufWriter& w, const Architecture& a, const std::string& arch) 
   }
   if (a.attention_softcap > 0) w.add_f32(arch + ".attn_logit_softcapping", a.attention_softcap);
   if (a.final_softcap > 0) w.add_f32(arch + ".final_logit_softcapping", a.final_softcap);
-  if (arch.starts_with(
-          "granite")) {  // as the script writes them, from config.json (1 where absent)
+  // Granite's four scalars as the script writes them, from config.json (1 where absent).
+  if (arch.starts_with("granite")) {
     const auto scale = [](double v) { return static_cast<float>(v > 0 ? v : 1.0); };
     w.add_f32(arch + ".embedding_scale", scale(c.embedding_multiplier));
     w.add_f32(arch + ".attention.scale", scale(c.attention_multiplier));

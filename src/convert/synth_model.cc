@@ -303,11 +303,11 @@ nlohmann::ordered_json config_json(const SynthOptions& o) {
     j["sliding_window"] = nullptr;
   }
   if (c.architecture == "GraniteMoeHybridForCausalLM") {
-    // As Granite 4.0 Micro's config: no experts, every layer attention, the mamba settings
-    // written though no layer uses them.
+    // As Granite 4.0 Micro's config: every layer attention, the mamba settings written though no
+    // layer uses them.
     j["shared_intermediate_size"] = c.shared_intermediate_size;
-    j["num_local_experts"] = 0;
-    j["num_experts_per_tok"] = 0;
+    j["num_local_experts"] = c.num_experts;
+    j["num_experts_per_tok"] = c.num_experts_per_tok;
     j["layer_types"] = c.layer_types;
     j["position_embedding_type"] = c.position_embedding_type.empty()
                                        ? nlohmann::ordered_json(nullptr)

@@ -38,9 +38,10 @@ class ModuleTensors {
   const TensorView* find(std::string_view suffix) {
     const TensorView* t = checkpoint_.find(module_ + "." + std::string(suffix));
     if (t == nullptr || expert_ < 0) return t;
-    for (const TensorView& v : *slices_)
-      if (v.name.starts_with(t->name + " ")) return &v;  // sliced already
+    for (size_t i = 0; i < sources_.size(); ++i)
+      if (sources_[i] == t) return &(*slices_)[i];  // sliced already
     if (slices_->size() == kMostSlices) throw Error("internal: too many slices of one module");
+    sources_.push_back(t);
     TensorView& v = slices_->emplace_back(*t);
     v.name = t->name + " (expert " + std::to_string(expert_) + ")";
     if (suffix == "weight_shape") {
@@ -83,6 +84,7 @@ class ModuleTensors {
   std::string module_;
   int64_t stacked_, expert_;
   std::shared_ptr<std::vector<TensorView>> slices_;
+  std::vector<const TensorView*> sources_;  // what each slice was cut from
 };
 
 void expect_shape(std::string_view module, const TensorView& t, std::vector<int64_t> shape) {

@@ -364,9 +364,8 @@ void check_experts(const ModelConfig& c, const std::string& file, Architecture& 
   a.experts = c.num_experts;
   a.experts_per_token = c.num_experts_per_tok;
   ExpertRouting& r = a.routing;
-  // Mixtral always renormalizes (its softmax over the top-k logits), Ernie 4.5 by the sum or
-  // moe_norm_min, whichever is larger; the others as configured.
-  // Granite's softmax over the top-k logits is the same.
+  // Mixtral and Granite always renormalize (their softmax over the top-k logits), Ernie 4.5 by the
+  // sum or moe_norm_min, whichever is larger; the others as configured.
   r.renormalize = mixtral || ernie || granite_mixture(c) || c.norm_topk_prob;
   if (ernie) {
     r.norm_min = static_cast<float>(c.moe_norm_min);
@@ -458,7 +457,7 @@ Architecture Architecture::from_config(const ModelConfig& c, const std::string& 
   for (const std::string& key : c.keys) {
     if (unsupported_keys().contains(key) && !own_key(key))
       refuse(file, key, "changes the forward pass in a way dq4 does not implement");
-    // Granite 4 writes num_local_experts 0 in its dense models (refused above 0 with its layers).
+    // Granite 4 writes num_local_experts 0 in its dense models.
     if (granite_hybrid && key == "num_local_experts") continue;
     if (!moe && (key == "num_experts" || key == "num_local_experts" || key == "moe_num_experts" ||
                  key == "n_routed_experts" || key == "moe_intermediate_size" ||

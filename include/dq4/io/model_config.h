@@ -105,9 +105,9 @@ struct ModelConfig {
   // absent every no_rope_layer_interval-th layer without; empty / 0 when absent.
   std::vector<int64_t> no_rope_layers;
   int64_t no_rope_layer_interval = 0;
-  // Granite 4 (GraniteMoeHybrid): the width of the MLP every layer has beside its experts
-  // (shared_intermediate_size), and the rotary embeddings' switch (position_embedding_type:
-  // "rope", or empty when absent or null: no rotary embeddings).
+  // Granite 4 (GraniteMoeHybrid) and GraniteMoeShared: the width of the MLP beside the experts
+  // (or, in Granite 4 without experts, the MLP's); Granite 4's rotary embeddings' switch
+  // (position_embedding_type: "rope", or empty when absent or null: no rotary embeddings).
   int64_t shared_intermediate_size = 0;
   std::string position_embedding_type;
 
