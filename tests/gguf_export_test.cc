@@ -320,6 +320,16 @@ TEST(GgufExport, Granite4SplitsTheSharedMlpAndSwitchesRope) {
   const GgufFile rotary =
       export_to(synth(scratch, "tiny-granite4", Dtype::F32), scratch.file("granite4-rope.gguf"));
   EXPECT_EQ(rotary.metadata.count("granite.rope.scaling.finetuned"), 0u);
+  // With experts it is llama.cpp's granitemoe, which reads no rope switch: NoPE is refused.
+  SynthOptions moe = synth_preset("tiny-granite4-moe");
+  moe.config.position_embedding_type.clear();
+  moe.dtype = Dtype::F32;
+  moe.output_dir = scratch.file("granite4-moe-nope");
+  write_synthetic_model(moe);
+  GgufExportOptions o;
+  o.model_dir = moe.output_dir;
+  o.output = scratch.file("granite4-moe-nope.gguf");
+  expect_error([&] { export_gguf(o); }, {"position_embedding_type", "granitemoe rotates"});
 }
 
 // Ernie 4.5 MoE: llama.cpp's ernie4_5-moe with its leading dense layer, the shared experts' width,

@@ -131,17 +131,16 @@ TEST_P(LlamaCppDifferential, GreedyIdsAndProbabilitiesMatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyPresets, LlamaCppDifferential,
-                         testing::Values("tiny", "tiny-llama3", "tiny-linear-rope", "tiny-tied",
-                                         "tiny-mistral", "tiny-qwen2", "tiny-qwen3",
-                                         "tiny-qwen2-yarn", "tiny-qwen3-moe", "tiny-qwen2-moe",
-                                         "tiny-mixtral", "tiny-olmoe", "tiny-gemma2", "tiny-gemma3",
-                                         "tiny-granite", "tiny-smollm3", "tiny-olmo2", "tiny-olmo3",
-                                         "tiny-exaone4", "tiny-ministral3", "tiny-ernie4_5",
-                                         "tiny-ernie4_5-moe", "tiny-glm4", "tiny-glm4-moe",
-                                         "tiny-phi3", "tiny-granite4", "tiny-granite4-nope",
-                                         "tiny-granitemoe", "tiny-granitemoe-shared"),
-                         preset_test_name);
+INSTANTIATE_TEST_SUITE_P(
+    TinyPresets, LlamaCppDifferential,
+    testing::Values("tiny", "tiny-llama3", "tiny-linear-rope", "tiny-tied", "tiny-mistral",
+                    "tiny-qwen2", "tiny-qwen3", "tiny-qwen2-yarn", "tiny-qwen3-moe",
+                    "tiny-qwen2-moe", "tiny-mixtral", "tiny-olmoe", "tiny-gemma2", "tiny-gemma3",
+                    "tiny-granite", "tiny-smollm3", "tiny-olmo2", "tiny-olmo3", "tiny-exaone4",
+                    "tiny-ministral3", "tiny-ernie4_5", "tiny-ernie4_5-moe", "tiny-glm4",
+                    "tiny-glm4-moe", "tiny-phi3", "tiny-granite4", "tiny-granite4-nope",
+                    "tiny-granitemoe", "tiny-granitemoe-shared", "tiny-granite4-moe"),
+    preset_test_name);
 
 }  // namespace
 }  // namespace dq4::test

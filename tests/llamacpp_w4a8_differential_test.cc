@@ -136,7 +136,7 @@ INSTANTIATE_TEST_SUITE_P(TinyPresets, LlamaCppW4A8Differential,
                                          "tiny-ministral3", "tiny-ernie4_5", "tiny-ernie4_5-moe",
                                          "tiny-glm4", "tiny-glm4-moe", "tiny-phi3", "tiny-granite4",
                                          "tiny-granite4-nope", "tiny-granitemoe",
-                                         "tiny-granitemoe-shared"),
+                                         "tiny-granitemoe-shared", "tiny-granite4-moe"),
                          preset_test_name);
 
 }  // namespace

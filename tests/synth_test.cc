@@ -237,6 +237,7 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     const bool granite4 = name.starts_with("tiny-granite4");
     EXPECT_EQ(ckpt.find("model.layers.1.shared_mlp.input_linear.weight") != nullptr,
               granite4 || name == "tiny-granitemoe-shared");
+    if (name == "tiny-granite4-moe") EXPECT_EQ(c.num_experts, 8);
     EXPECT_EQ(ckpt.find("model.layers.1.mlp.up_proj.weight") == nullptr,
               granite4 || phi3 || name == "tiny-glm4" || c.num_experts > 0);
     EXPECT_EQ(c.shared_intermediate_size, o.config.shared_intermediate_size);
@@ -244,7 +245,7 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     if (granite4) {
       EXPECT_EQ(c.layer_types,
                 std::vector<std::string>(static_cast<size_t>(c.num_hidden_layers), "attention"));
-      EXPECT_EQ(c.position_embedding_type.empty(), name == "tiny-granite4-nope");
+      EXPECT_EQ(c.position_embedding_type.empty(), name.ends_with("-nope"));
     }
     EXPECT_EQ(c.no_rope_layers, o.config.no_rope_layers);
     EXPECT_EQ(c.no_rope_layers.empty(), name != "tiny-smollm3");
@@ -270,7 +271,7 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
       EXPECT_EQ(c.norm_topk_prob, o.config.norm_topk_prob);
     }
     // Granite's mixtures: the experts stacked, the router under its own name, the shared MLP.
-    if (name.starts_with("tiny-granitemoe")) {
+    if (name.starts_with("tiny-granitemoe") || name == "tiny-granite4-moe") {
       const std::string moe = "model.layers.1.block_sparse_moe.";
       EXPECT_EQ(ckpt.tensor(moe + "input_linear.weight").shape,
                 (std::vector<int64_t>{c.num_experts, 2 * c.intermediate_size, c.hidden_size}));
@@ -278,9 +279,9 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
                 (std::vector<int64_t>{c.num_experts, c.hidden_size, c.intermediate_size}));
       EXPECT_EQ(ckpt.tensor(moe + "router.layer.weight").shape,
                 (std::vector<int64_t>{c.num_experts, c.hidden_size}));
-      EXPECT_EQ(ckpt.find("model.layers.1.shared_mlp.output_linear.weight") != nullptr,
-                name == "tiny-granitemoe-shared");
-      EXPECT_EQ(c.shared_intermediate_size, name == "tiny-granitemoe-shared" ? 96 : 0);
+      const bool shared = name != "tiny-granitemoe";
+      EXPECT_EQ(ckpt.find("model.layers.1.shared_mlp.output_linear.weight") != nullptr, shared);
+      EXPECT_EQ(c.shared_intermediate_size, shared ? 96 : 0);
     } else if (c.num_experts > 0) {
       const std::string moe = name == "tiny-mixtral" ? "block_sparse_moe." : "mlp.";
       const std::string last = "model.layers.1." + moe + "experts." +

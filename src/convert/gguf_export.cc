@@ -466,6 +466,11 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     throw Error("export-gguf: llama_4_scaling_beta: llama.cpp scales queries with yarn only");
   if (arch.name == "smollm3") check_nope_layers(a);
   if (arch.name == "ernie4_5-moe" || arch.name == "glm4moe") check_sparse_layers(a, arch.name);
+  if (arch.name == "granitemoe" &&
+      std::find(a.layer_rope.begin(), a.layer_rope.end(), false) != a.layer_rope.end())
+    throw Error(
+        "export-gguf: position_embedding_type: llama.cpp's granitemoe rotates every layer, this "
+        "model's layers have no rotary embeddings");
   if (arch.name == "ernie4_5" && c.mlp_bias)
     throw Error("export-gguf: use_bias: llama.cpp's ernie4_5 has no MLP biases");
   add_hparams(w, a, arch.name);

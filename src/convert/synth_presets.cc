@@ -75,10 +75,13 @@ constexpr Preset tiny_moe(const char* name, Arch arch, bool norm_topk_prob) {
   } else {
     p.intermediate = 64;
   }
-  if (arch == Arch::qwen2_moe || arch == Arch::granite_moe_shared) p.shared_intermediate = 96;
+  const bool granite =
+      arch == Arch::granite_moe || arch == Arch::granite_moe_shared || arch == Arch::granite4;
+  if (arch == Arch::qwen2_moe || arch == Arch::granite_moe_shared || arch == Arch::granite4)
+    p.shared_intermediate = 96;
   // Granite ties its head, as the tiny dense Granite does: the logits' divisor leaves an untied
   // random head's next tokens too flat to compare.
-  if (arch == Arch::granite_moe || arch == Arch::granite_moe_shared) p.tied = true;
+  if (granite) p.tied = true;
   if (arch == Arch::olmoe) p.kv_heads = p.heads;  // as OLMoE (llama.cpp's k norm is [hidden])
   return p;
 }
@@ -317,6 +320,8 @@ constexpr Preset kPresets[] = {
     // and up, [experts, hidden, 64] down), with and without a shared MLP.
     tiny_moe("tiny-granitemoe", Arch::granite_moe, false),
     tiny_moe("tiny-granitemoe-shared", Arch::granite_moe_shared, false),
+    // Granite 4 (attention layers only) with experts beside its shared MLP.
+    tiny_moe("tiny-granite4-moe", Arch::granite4, false),
     {.name = "tiny-granite4-nope", .arch = Arch::granite4, .tied = true, .rotary = false},
     // SmolLM3: every fourth layer without rotary embeddings (NoPE), so four layers.
     {.name = "tiny-smollm3", .arch = Arch::smollm3, .layers = 4, .tied = true},
@@ -509,14 +514,14 @@ SynthOptions options_of(const Preset& p) {
                                                    : "granitemoeshared";
       c.shared_intermediate_size = p.shared_intermediate;
       if (p.arch == Arch::granite4) {
-        c.shared_intermediate_size = p.intermediate;
+        // Without experts, the shared_mlp is the MLP.
+        if (p.experts == 0) c.shared_intermediate_size = p.intermediate;
         if (p.rotary) c.position_embedding_type = "rope";
       }
       c.embedding_multiplier = 12.0;
       c.attention_multiplier = 0.015625;
       c.residual_multiplier = 0.22;
       c.logits_scaling = 8.0;
-      p.arch == Arch::granite_moe || p.arch == Arch::granite_moe_shared ? 2.0 : 8.0;
       break;
   }
   c.num_experts = p.experts;
