@@ -516,26 +516,16 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
                  [v](uint8_t* out, size_t bytes) { std::memcpy(out, v.data(), bytes); });
   };
   // A linear module: Q4_0 when int4, its float dtype when dense; its bias F32. llama's q and k
-  // (qk_heads > 0) get their rows permuted.
-  const auto add_linear = [&](const LinearModule& m, const std::string& gguf, int64_t qk_heads) {
+  // (qk_heads > 0) get their rows permuted. With `rows` (>= 0), rows [first, first + rows) alone as
+  // a tensor of their own, without the bias (Granite's fused modules, which have none).
+  const auto add_linear = [&](const LinearModule& m, const std::string& gguf, int64_t qk_heads,
+                              int64_t first = 0, int64_t rows = -1) {
     std::function<int64_t(int64_t)> row_of;
     if (arch.permute_qk && qk_heads > 0)
       row_of = [rows = m.out_features, qk_heads](int64_t r) {
         return permuted_row(r, rows, qk_heads);
       };
-    const LinearTensors lt = linear_tensors(m);
-    if (lt.scheme.kind == LinearKind::dense) {
-      add_float_tensor(w, gguf + ".weight", *lt.weight, dense_type(*lt.weight), row_of);
-    } else {
-      add_q4_0_tensor(w, gguf + ".weight", lt, row_of);
-      ++report.q4_0_tensors;
-    }
-    if (lt.bias != nullptr) add_float_tensor(w, gguf + ".bias", *lt.bias, GgmlType::F32, row_of);
-  };
-  // Rows [first, first + rows) of a module without a bias as a tensor of its own.
-  const auto add_linear_rows = [&](const LinearModule& m, const std::string& gguf, int64_t first,
-                                   int64_t rows) {
-    const auto row_of = [first](int64_t r) { return first + r; };
+    if (rows >= 0) row_of = [first](int64_t r) { return first + r; };
     const LinearTensors lt = linear_tensors(m);
     if (lt.scheme.kind == LinearKind::dense) {
       add_float_tensor(w, gguf + ".weight", *lt.weight, dense_type(*lt.weight), row_of, rows);
@@ -543,6 +533,8 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       add_q4_0_tensor(w, gguf + ".weight", lt, row_of, rows);
       ++report.q4_0_tensors;
     }
+    if (lt.bias != nullptr && rows < 0)
+      add_float_tensor(w, gguf + ".bias", *lt.bias, GgmlType::F32, row_of);
   };
 
   // A sparse layer's experts' `which` module stacked into one tensor: Q4_0 when every expert's is
@@ -660,8 +652,8 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
       // read the two halves as ffn_gate and ffn_up (_shexp beside experts).
       const std::string suffix = l.experts.empty() ? "" : "_shexp";
       const int64_t inter = l.mlp_output.in_features;
-      add_linear_rows(l.mlp_input[0], blk + "ffn_gate" + suffix, 0, inter);
-      add_linear_rows(l.mlp_input[0], blk + "ffn_up" + suffix, inter, inter);
+      add_linear(l.mlp_input[0], blk + "ffn_gate" + suffix, 0, 0, inter);
+      add_linear(l.mlp_input[0], blk + "ffn_up" + suffix, 0, inter, inter);
       add_linear(l.mlp_output, blk + "ffn_down" + suffix, 0);
     } else if (l.mlp_input.size() == 1) {  // Phi-3's gate_up_proj is llama.cpp's ffn_up, gate first
       add_linear(l.mlp_input[0], blk + "ffn_up", 0);
