@@ -58,8 +58,11 @@ struct HttpServer::Impl {
   std::atomic<int64_t> open_connections{0};
   std::atomic<int64_t> active_exchanges{0};
   net::io_context ioc;
-  tcp::acceptor acceptor{ioc};
-  net::steady_timer accept_retry{ioc};
+  // The accept loop, its retry timer and drain's close run on one strand: drain may be called
+  // twice (a signal, then stop), and two closes of one acceptor on two threads race in asio.
+  net::strand<net::io_context::executor_type> accept_strand{ioc.get_executor()};
+  tcp::acceptor acceptor{accept_strand};
+  net::steady_timer accept_retry{accept_strand};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   int port = 0;
