@@ -282,5 +282,30 @@ TEST_F(HttpTransport, DrainFinishesExchangesAndRefusesNewWork) {
   EXPECT_TRUE(eventually([&] { return server_->open_connections() == 0; }));
 }
 
+// A signal drains the server and its owner's stop() drains it again, on other threads, while
+// clients connect: the acceptor's close must not run beside another close or the accept loop
+// (asio's reactor state for one socket is not thread-safe).
+TEST_F(HttpTransport, DrainsFromSeveralThreadsAtOnceWhileClientsConnect) {
+  HttpServerOptions options;
+  options.threads = 4;
+  for (int i = 0; i < 100; ++i) {
+    start(options);
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, port = server_->port()] {
+        while (!go) std::this_thread::yield();
+        try {
+          HttpClient client("127.0.0.1", port);  // may be refused once the drain closed it
+        } catch (const Error&) {
+        }
+        server_->drain();
+      });
+    go = true;
+    for (std::thread& t : threads) t.join();
+    server_.reset();
+  }
+}
+
 }  // namespace
 }  // namespace dq4::server
