@@ -75,6 +75,24 @@ TEST(Checkpoint, Sharded) {
   EXPECT_EQ(values(copy.tensor("c")), (std::vector<int32_t>{4, 5, 6}));
 }
 
+// What a loader never looked up is what it left unused: a release of a tensor's pages, or a
+// lookup of a name the checkpoint lacks, reads nothing.
+TEST(Checkpoint, UnreadIsWhatFindAndTensorNeverReturned) {
+  ScratchDir dir;
+  write_sharded(dir);
+  const auto checkpoint = Checkpoint::open_dir(dir.path());
+  EXPECT_EQ(checkpoint.unread(), (std::vector<std::string>{"a", "b", "c"}));
+  (void)checkpoint.tensor("b");
+  checkpoint.release_pages("c");
+  EXPECT_EQ(checkpoint.find("absent"), nullptr);
+  EXPECT_TRUE(checkpoint.has_prefix("a"));
+  EXPECT_EQ(checkpoint.names().size(), 3u);
+  EXPECT_EQ(checkpoint.unread(), (std::vector<std::string>{"a", "c"}));
+  const Checkpoint copy = checkpoint;  // copies share the record
+  EXPECT_NE(copy.find("c"), nullptr);
+  EXPECT_EQ(checkpoint.unread(), (std::vector<std::string>{"a"}));
+}
+
 TEST(Checkpoint, MissingShard) {
   ScratchDir dir;
   write_sharded(dir);

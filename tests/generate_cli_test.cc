@@ -321,6 +321,44 @@ TEST(GenerateCli, Errors) {
   EXPECT_NE(r.err.find("chat_template"), std::string::npos) << r.err;
 }
 
+// A checkpoint holding a tensor its architecture does not run loads with a warning naming it,
+// and generates what the checkpoint without it does.
+TEST(GenerateCli, WarnsOfTensorsTheModelDoesNotUse) {
+  ScratchDir scratch;
+  const std::string dir = scratch.file("extra");
+  fs::create_directory(dir);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+    fs::copy_file(fixtures_dir() + "/stories260K-hf/" + f, dir + "/" + f);
+  const std::string extra = "model.layers.0.post_feedforward_layernorm.weight";
+  write_safetensors(dir + "/extra.safetensors", {{extra, "F32", {64}, std::vector<uint8_t>(256)}});
+  // The index: every tensor of the header of model.safetensors (a little-endian length, then
+  // JSON), and the new one.
+  std::ifstream in(dir + "/model.safetensors", std::ios::binary);
+  uint64_t length = 0;
+  in.read(reinterpret_cast<char*>(&length), 8);
+  std::string header(length, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(length));
+  const nlohmann::json tensors = nlohmann::json::parse(header);
+  nlohmann::json map;
+  for (const auto& [name, entry] : tensors.items())
+    if (name != "__metadata__") map[name] = "model.safetensors";
+  map[extra] = "extra.safetensors";
+  write_file(dir + "/model.safetensors.index.json",
+             nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", map}}.dump());
+
+  const std::string args = " -p 'Once upon a time' -n 16 --temp 0";
+  const CliResult plain = run_dq4("generate -m " + stories() + args);
+  const CliResult warned = run_dq4("generate -m " + shell_quote(dir) + args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(warned.exit_code, 0) << warned.err;
+  EXPECT_EQ(plain.err.find("warning"), std::string::npos) << plain.err;
+  EXPECT_NE(warned.err.find("warning: " + dir +
+                            ": 1 checkpoint tensor is not used by LlamaForCausalLM: " + extra),
+            std::string::npos)
+      << warned.err;
+  EXPECT_EQ(warned.out, plain.out);
+}
+
 // stories260K with a chat template added: two turns, the second reusing the first's cache.
 TEST(ChatCli, TurnsReuseTheCache) {
   ScratchDir scratch;

@@ -41,8 +41,8 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
                   " holds neither model.safetensors nor model.safetensors.index.json");
     c.files_.push_back(SafetensorsFile::open(single_path.string()));
     const auto& tensors = c.files_.back().tensors();
-    for (size_t i = 0; i < tensors.size(); ++i)
-      c.tensors_.emplace(tensors[i].name, std::pair{size_t{0}, i});
+    for (size_t i = 0; i < tensors.size(); ++i) c.add(tensors[i].name, 0, i);
+    c.read_ = std::make_shared<std::vector<std::atomic<bool>>>(c.tensors_.size());
     return c;
   }
 
@@ -77,17 +77,25 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
       if (t == nullptr)
         throw Error("checkpoint " + index_name + ": tensor \"" + name + "\" is listed in shard " +
                     shard + " but " + shard_path.string() + " does not hold it");
-      c.tensors_.emplace(
-          name, std::pair{c.files_.size() - 1, static_cast<size_t>(t - file.tensors().data())});
+      c.add(name, c.files_.size() - 1, static_cast<size_t>(t - file.tensors().data()));
     }
   }
+  c.read_ = std::make_shared<std::vector<std::atomic<bool>>>(c.tensors_.size());
   return c;
 }
 
-const TensorView* Checkpoint::find(std::string_view name) const {
-  const auto it = tensors_.find(name);
-  return it == tensors_.end() ? nullptr : &files_[it->second.first].tensors()[it->second.second];
+void Checkpoint::add(const std::string& name, size_t file, size_t index) {
+  tensors_.emplace(name, Location{file, index, tensors_.size()});
 }
+
+const TensorView* Checkpoint::lookup(std::string_view name, bool mark_read) const {
+  const auto it = tensors_.find(name);
+  if (it == tensors_.end()) return nullptr;
+  if (mark_read) (*read_)[it->second.order].store(true, std::memory_order_relaxed);
+  return &files_[it->second.file].tensors()[it->second.index];
+}
+
+const TensorView* Checkpoint::find(std::string_view name) const { return lookup(name, true); }
 
 const TensorView& Checkpoint::tensor(std::string_view name) const {
   if (const TensorView* t = find(name)) return *t;
@@ -101,13 +109,20 @@ std::vector<std::string> Checkpoint::names() const {
   return out;
 }
 
+std::vector<std::string> Checkpoint::unread() const {
+  std::vector<std::string> out;
+  for (const auto& [name, location] : tensors_)
+    if (!(*read_)[location.order].load(std::memory_order_relaxed)) out.push_back(name);
+  return out;
+}
+
 bool Checkpoint::has_prefix(std::string_view prefix) const {
   const auto it = tensors_.lower_bound(prefix);
   return it != tensors_.end() && std::string_view(it->first).starts_with(prefix);
 }
 
 void Checkpoint::release_pages(std::string_view name) const {
-  const TensorView* t = find(name);
+  const TensorView* t = lookup(name, false);  // a release is not a read
   if (t == nullptr || t->bytes == 0) return;
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(t->data) + page - 1) / page * page;

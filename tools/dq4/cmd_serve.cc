@@ -202,9 +202,12 @@ int run_serve(int argc, char** argv, int first) {
   Listener listener(server_options.host, server_options.port);
   LoadedModel loaded = load_model(args, /*need_tokenizer=*/true);
   const Tokenizer& tokenizer = *loaded.tokenizer;
-  if (engine_options.speculative)
-    load_draft_model(*engine_options.speculative, tokenizer, loaded.model->vocab_size(),
-                     draft_model_options(args), &loaded.threads());
+  if (engine_options.speculative) {
+    SpeculativeConfig& speculative = *engine_options.speculative;
+    load_draft_model(speculative, tokenizer, loaded.model->vocab_size(), draft_model_options(args),
+                     &loaded.threads());
+    if (speculative.draft) warn_unused_tensors(speculative.model, *speculative.draft);
+  }
   const std::optional<ChatTemplate> chat_template =
       load_chat_template(dir, args.value("chat-template"));
 

@@ -1,5 +1,6 @@
 #include "model_options.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -43,6 +44,19 @@ ModelOptions draft_model_options(const Args& args) {
   return options;
 }
 
+void warn_unused_tensors(const std::string& dir, const Model& model) {
+  const std::vector<std::string>& unused = model.load_report().unused_tensors;
+  if (unused.empty()) return;
+  constexpr size_t kShown = 5;
+  std::string names;
+  for (size_t i = 0; i < std::min(unused.size(), kShown); ++i)
+    names += (i > 0 ? ", " : "") + unused[i];
+  if (unused.size() > kShown) names += ", and " + std::to_string(unused.size() - kShown) + " more";
+  std::fprintf(stderr, "warning: %s: %zu checkpoint tensor%s not used by %s: %s\n", dir.c_str(),
+               unused.size(), unused.size() == 1 ? " is" : "s are",
+               model.config().architecture.c_str(), names.c_str());
+}
+
 LoadedModel load_model(const Args& args, bool need_tokenizer, bool quiet) {
   const std::string dir = args.value("model");
   if (dir.empty()) throw Error("missing option --model (-m DIR)");
@@ -67,6 +81,7 @@ LoadedModel load_model(const Args& args, bool need_tokenizer, bool quiet) {
     options.progress = [&bar](int64_t done, int64_t total) { bar.update(done, total, "layers"); };
     loaded.model = Model::load(dir, options, loaded.pool.get());
   }
+  warn_unused_tensors(dir, *loaded.model);
   if (!quiet) {
     const LoadReport& r = loaded.model->load_report();
     std::fprintf(stderr, "loaded %s in %.2f s: %s packed weights, %s embeddings; RSS peak %s\n",

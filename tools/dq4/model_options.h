@@ -31,6 +31,11 @@ struct LoadedModel {
 // --quantize-dense.
 ModelOptions draft_model_options(const Args& args);
 
+// Prints a warning on stderr naming the checkpoint tensors `model` loaded from `dir` left unused
+// (a few of them and the count), if any: such a tensor is often a part of the model its
+// architecture does not run, and the outputs then differ from the model's.
+void warn_unused_tensors(const std::string& dir, const Model& model);
+
 // Loads the model of -m with a progress bar on stderr; `quiet` leaves out the summary line
 // (load time, packed bytes, resident memory) that is otherwise printed on stderr.
 LoadedModel load_model(const Args& args, bool need_tokenizer, bool quiet = false);

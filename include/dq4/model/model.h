@@ -42,6 +42,10 @@ struct LoadReport {
   size_t packed_bytes = 0;     // packed linear weights (head included)
   size_t embedding_bytes = 0;  // the embedding table (a copy, in the checkpoint's dtype)
   size_t other_bytes = 0;      // norms, biases, rope tables
+  // Checkpoint tensors the model does not use (sorted; precomputed rotary tables left out): a
+  // norm or module the architecture does not run, another model's part (a vision tower, a
+  // multi-token prediction layer).
+  std::vector<std::string> unused_tensors;
 };
 
 // What one token costs the forward pass: the work the ceilings of `dq4 bench model` divide by.
