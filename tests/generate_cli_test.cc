@@ -322,8 +322,8 @@ TEST(GenerateCli, Errors) {
 }
 
 // A checkpoint holding a tensor its architecture does not run loads with a warning naming it,
-// and generates what the checkpoint without it does.
-TEST(GenerateCli, WarnsOfTensorsTheModelDoesNotUse) {
+// and generates what the checkpoint without it does; export-gguf notes it left the tensor out.
+TEST(GenerateCli, WarnsOfTensorsTheModelDoesNotUseAsExportGgufDoes) {
   ScratchDir scratch;
   const std::string dir = scratch.file("extra");
   fs::create_directory(dir);
@@ -352,11 +352,20 @@ TEST(GenerateCli, WarnsOfTensorsTheModelDoesNotUse) {
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   ASSERT_EQ(warned.exit_code, 0) << warned.err;
   EXPECT_EQ(plain.err.find("warning"), std::string::npos) << plain.err;
-  EXPECT_NE(warned.err.find("warning: " + dir +
-                            ": 1 checkpoint tensor is not used by LlamaForCausalLM: " + extra),
+  EXPECT_NE(warned.err.find(
+                "warning: " + dir +
+                " (LlamaForCausalLM): 1 checkpoint tensor is not used by dq4's model: " + extra),
             std::string::npos)
       << warned.err;
   EXPECT_EQ(warned.out, plain.out);
+  const CliResult exported =
+      run_dq4("export-gguf " + shell_quote(dir) + " -o " + shell_quote(scratch.file("x.gguf")));
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(
+      exported.out.find(
+          "note: left out of the file: 1 checkpoint tensor is not used by dq4's model: " + extra),
+      std::string::npos)
+      << exported.out;
 }
 
 // stories260K with a chat template added: two turns, the second reusing the first's cache.

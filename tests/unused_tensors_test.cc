@@ -1,5 +1,6 @@
 // The tensors a model does not use: none in any synthetic architecture, stored or quantized (the
-// loader reads every tensor it should), and each one named where a checkpoint holds more.
+// loader reads every tensor it should), and each one named where a checkpoint holds more, by the
+// load and by a GGUF export.
 
 #include <gtest/gtest.h>
 
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dq4/convert/gguf_export.h"
 #include "dq4/convert/quantize.h"
 #include "dq4/convert/synth.h"
 #include "dq4/io/checkpoint.h"
@@ -21,7 +23,7 @@ std::vector<std::string> unused_after_load(const std::string& dir) {
   return Model::load(dir)->load_report().unused_tensors;
 }
 
-TEST(UnusedTensors, NoneInAnyTinyPresetStoredOrQuantized) {
+TEST(UnusedTensors, NoneInAnyTinyPresetStoredExportedOrQuantized) {
   ScratchDir scratch;
   for (const std::string& name : synth_preset_names()) {
     if (!name.starts_with("tiny")) continue;
@@ -31,6 +33,10 @@ TEST(UnusedTensors, NoneInAnyTinyPresetStoredOrQuantized) {
     o.output_dir = scratch.file(name);
     write_synthetic_model(o);
     EXPECT_EQ(unused_after_load(o.output_dir), std::vector<std::string>());
+    GgufExportOptions e;
+    e.model_dir = o.output_dir;
+    e.output = scratch.file(name + ".gguf");
+    EXPECT_EQ(export_gguf(e).unused_tensors, std::vector<std::string>());
     QuantizeOptions q;
     q.input_dir = o.output_dir;
     q.modules = Architecture::read(o.output_dir).linear_modules();
@@ -67,6 +73,11 @@ TEST(UnusedTensors, TensorsTheArchitectureDoesNotRunAreNamed) {
   write_file(scratch.file("tiny/model.safetensors.index.json"),
              nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", map}}.dump());
   EXPECT_EQ(unused_after_load(o.output_dir), unused);
+  // A GGUF export leaves the same tensors out and says so.
+  GgufExportOptions e;
+  e.model_dir = o.output_dir;
+  e.output = scratch.file("tiny.gguf");
+  EXPECT_EQ(export_gguf(e).unused_tensors, unused);
 }
 
 }  // namespace

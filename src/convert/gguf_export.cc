@@ -695,6 +695,7 @@ GgufExportReport export_gguf(const GgufExportOptions& o) {
     throw;
   }
   report.tensors = static_cast<int64_t>(w.tensor_count());
+  report.unused_tensors = unused_tensors(ckpt);
   report.bytes = fs::file_size(o.output);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -438,6 +438,13 @@ Architecture Architecture::read(const ModelConfig& config, const Checkpoint& che
   return a;
 }
 
+std::vector<std::string> unused_tensors(const Checkpoint& checkpoint) {
+  std::vector<std::string> unused;
+  for (std::string& name : checkpoint.unread())
+    if (!name.ends_with("rotary_emb.inv_freq")) unused.push_back(std::move(name));
+  return unused;
+}
+
 void Architecture::check_layer_count(const ModelConfig& config, const Checkpoint& checkpoint) {
   // Per-layer settings and names are made for every layer the config counts, so a count the
   // checkpoint does not hold is refused first; whatever the text model's prefix, the last

@@ -184,8 +184,7 @@ std::unique_ptr<Model> Model::load(const std::string& dir, const ModelOptions& o
         sizeof(float);
   }
   r.embedding_bytes = embedding.bytes;
-  for (std::string& name : ckpt.unread())
-    if (!name.ends_with("rotary_emb.inv_freq")) r.unused_tensors.push_back(std::move(name));
+  r.unused_tensors = unused_tensors(ckpt);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "dq4/convert/gguf_export.h"
 #include "dq4/kernels/error.h"
+#include "model_options.h"
 
 namespace dq4::cli {
 
@@ -38,6 +39,8 @@ int run_export_gguf(int argc, char** argv, int first) {
               static_cast<long long>(r.tensors), static_cast<long long>(r.q4_0_tensors),
               r.bytes / 1e6, r.seconds);
   for (const std::string& note : r.notes) std::printf("note: %s\n", note.c_str());
+  if (!r.unused_tensors.empty())
+    std::printf("note: left out of the file: %s\n", unused_tensor_list(r.unused_tensors).c_str());
   return 0;
 }
 

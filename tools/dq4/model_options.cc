@@ -44,17 +44,21 @@ ModelOptions draft_model_options(const Args& args) {
   return options;
 }
 
+std::string unused_tensor_list(const std::vector<std::string>& unused) {
+  constexpr size_t kShown = 5;
+  std::string text = std::to_string(unused.size()) + " checkpoint tensor" +
+                     (unused.size() == 1 ? " is" : "s are") + " not used by dq4's model: ";
+  for (size_t i = 0; i < std::min(unused.size(), kShown); ++i)
+    text += (i > 0 ? ", " : "") + unused[i];
+  if (unused.size() > kShown) text += ", and " + std::to_string(unused.size() - kShown) + " more";
+  return text;
+}
+
 void warn_unused_tensors(const std::string& dir, const Model& model) {
   const std::vector<std::string>& unused = model.load_report().unused_tensors;
-  if (unused.empty()) return;
-  constexpr size_t kShown = 5;
-  std::string names;
-  for (size_t i = 0; i < std::min(unused.size(), kShown); ++i)
-    names += (i > 0 ? ", " : "") + unused[i];
-  if (unused.size() > kShown) names += ", and " + std::to_string(unused.size() - kShown) + " more";
-  std::fprintf(stderr, "warning: %s: %zu checkpoint tensor%s not used by %s: %s\n", dir.c_str(),
-               unused.size(), unused.size() == 1 ? " is" : "s are",
-               model.config().architecture.c_str(), names.c_str());
+  if (!unused.empty())
+    std::fprintf(stderr, "warning: %s (%s): %s\n", dir.c_str(), model.config().architecture.c_str(),
+                 unused_tensor_list(unused).c_str());
 }
 
 LoadedModel load_model(const Args& args, bool need_tokenizer, bool quiet) {

@@ -31,9 +31,12 @@ struct LoadedModel {
 // --quantize-dense.
 ModelOptions draft_model_options(const Args& args);
 
-// Prints a warning on stderr naming the checkpoint tensors `model` loaded from `dir` left unused
-// (a few of them and the count), if any: such a tensor is often a part of the model its
-// architecture does not run, and the outputs then differ from the model's.
+// "N checkpoint tensor(s) ... : a, b, ... and M more": the count of `unused` and the first few.
+std::string unused_tensor_list(const std::vector<std::string>& unused);
+
+// Prints a warning on stderr naming the checkpoint tensors `model` loaded from `dir` left unused,
+// if any: such a tensor is often a part of the model its architecture does not run, and the
+// outputs then differ from the model's.
 void warn_unused_tensors(const std::string& dir, const Model& model);
 
 // Loads the model of -m with a progress bar on stderr; `quiet` leaves out the summary line

@@ -36,6 +36,8 @@ struct GgufExportReport {
   uint64_t bytes = 0;
   double seconds = 0;
   std::vector<std::string> notes;  // what llama.cpp will not do as dq4 does (a sliding window)
+  // Checkpoint tensors the file leaves out, as dq4's model does not use them (unused_tensors()).
+  std::vector<std::string> unused_tensors;
 };
 
 // Throws dq4::Error naming the file, module, tensor or config field at fault; nothing is left at

@@ -179,4 +179,8 @@ struct Architecture {
   bool local_layer(int64_t index) const { return local_rope_theta > 0 && layer_window[index] > 0; }
 };
 
+// After a model was read from `checkpoint` (loaded, exported): the tensors it did not use, sorted,
+// leaving out precomputed rotary tables (rotary_emb.inv_freq), which dq4 computes itself.
+std::vector<std::string> unused_tensors(const Checkpoint& checkpoint);
+
 }  // namespace dq4
