@@ -1,6 +1,6 @@
-// The tensors a model does not use: none in any synthetic architecture, stored or quantized (the
-// loader reads every tensor it should), and each one named where a checkpoint holds more, by the
-// load and by a GGUF export.
+// The tensors a model does not use: none in any synthetic architecture, stored, exported or
+// quantized (the loader reads every tensor it should), and each one named where a checkpoint
+// holds more, by the load and by a GGUF export.
 
 #include <gtest/gtest.h>
 
@@ -19,8 +19,23 @@
 namespace dq4::test {
 namespace {
 
+std::string synth_f32(const ScratchDir& scratch, const std::string& preset) {
+  SynthOptions o = synth_preset(preset);
+  o.dtype = Dtype::F32;
+  o.output_dir = scratch.file(preset);
+  write_synthetic_model(o);
+  return o.output_dir;
+}
+
 std::vector<std::string> unused_after_load(const std::string& dir) {
   return Model::load(dir)->load_report().unused_tensors;
+}
+
+std::vector<std::string> unused_after_export(const std::string& dir, const std::string& gguf) {
+  GgufExportOptions e;
+  e.model_dir = dir;
+  e.output = gguf;
+  return export_gguf(e).unused_tensors;
 }
 
 TEST(UnusedTensors, NoneInAnyTinyPresetStoredExportedOrQuantized) {
@@ -28,18 +43,12 @@ TEST(UnusedTensors, NoneInAnyTinyPresetStoredExportedOrQuantized) {
   for (const std::string& name : synth_preset_names()) {
     if (!name.starts_with("tiny")) continue;
     SCOPED_TRACE(name);
-    SynthOptions o = synth_preset(name);
-    o.dtype = Dtype::F32;
-    o.output_dir = scratch.file(name);
-    write_synthetic_model(o);
-    EXPECT_EQ(unused_after_load(o.output_dir), std::vector<std::string>());
-    GgufExportOptions e;
-    e.model_dir = o.output_dir;
-    e.output = scratch.file(name + ".gguf");
-    EXPECT_EQ(export_gguf(e).unused_tensors, std::vector<std::string>());
+    const std::string dir = synth_f32(scratch, name);
+    EXPECT_EQ(unused_after_load(dir), std::vector<std::string>());
+    EXPECT_EQ(unused_after_export(dir, scratch.file(name + ".gguf")), std::vector<std::string>());
     QuantizeOptions q;
-    q.input_dir = o.output_dir;
-    q.modules = Architecture::read(o.output_dir).linear_modules();
+    q.input_dir = dir;
+    q.modules = Architecture::read(dir).linear_modules();
     q.output_dir = scratch.file(name + "-w4a8");
     q.format = WeightFormat::pack_quantized;
     quantize_checkpoint(q);
@@ -52,11 +61,8 @@ TEST(UnusedTensors, NoneInAnyTinyPresetStoredExportedOrQuantized) {
 // report names each but the rotary table, which the model computes itself.
 TEST(UnusedTensors, TensorsTheArchitectureDoesNotRunAreNamed) {
   ScratchDir scratch;
-  SynthOptions o = synth_preset("tiny");
-  o.dtype = Dtype::F32;
-  o.output_dir = scratch.file("tiny");
-  write_synthetic_model(o);
-  const int64_t hidden = o.config.hidden_size;
+  const std::string dir = synth_f32(scratch, "tiny");
+  const int64_t hidden = synth_preset("tiny").config.hidden_size;
   const std::vector<std::string> unused = {"model.layers.0.post_feedforward_layernorm.weight",
                                            "vision_tower.patch_embedding.weight"};
   std::vector<TestTensor> tensors;
@@ -64,20 +70,16 @@ TEST(UnusedTensors, TensorsTheArchitectureDoesNotRunAreNamed) {
     tensors.push_back({name, "F32", {hidden}, std::vector<uint8_t>(hidden * 4, 0)});
   tensors.push_back(
       {"model.layers.1.self_attn.rotary_emb.inv_freq", "F32", {4}, std::vector<uint8_t>(16, 0)});
-  write_safetensors(scratch.file("tiny/extra.safetensors"), tensors);
+  write_safetensors(dir + "/extra.safetensors", tensors);
   // The synthetic model's one file, and the new one, through an index.
   nlohmann::json map;
-  for (const std::string& name : Checkpoint::open_dir(o.output_dir).names())
-    map[name] = "model.safetensors";
+  for (const std::string& name : Checkpoint::open_dir(dir).names()) map[name] = "model.safetensors";
   for (const TestTensor& t : tensors) map[t.name] = "extra.safetensors";
-  write_file(scratch.file("tiny/model.safetensors.index.json"),
+  write_file(dir + "/model.safetensors.index.json",
              nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", map}}.dump());
-  EXPECT_EQ(unused_after_load(o.output_dir), unused);
+  EXPECT_EQ(unused_after_load(dir), unused);
   // A GGUF export leaves the same tensors out and says so.
-  GgufExportOptions e;
-  e.model_dir = o.output_dir;
-  e.output = scratch.file("tiny.gguf");
-  EXPECT_EQ(export_gguf(e).unused_tensors, unused);
+  EXPECT_EQ(unused_after_export(dir, scratch.file("tiny.gguf")), unused);
 }
 
 }  // namespace

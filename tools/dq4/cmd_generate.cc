@@ -101,11 +101,7 @@ int run_generate(int argc, char** argv, int first) {
   }
   std::vector<TokenId> prompt = prompt_ids(args, *loaded.tokenizer);
   if (prompt.empty()) throw Error("the prompt is empty");
-  if (speculative) {
-    load_draft_model(*speculative, *loaded.tokenizer, model.vocab_size(), draft_model_options(args),
-                     &loaded.threads());
-    if (speculative->draft) warn_unused_tensors(speculative->model, *speculative->draft);
-  }
+  if (speculative) load_draft(*speculative, loaded, args);
   EngineOptions engine_options = offline_engine_options(ctx, model, kv_type_option(args));
   engine_options.speculative = speculative;
   OfflineEngine engine(*loaded.model, *loaded.tokenizer, engine_options, &loaded.threads());

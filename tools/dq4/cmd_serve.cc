@@ -202,12 +202,7 @@ int run_serve(int argc, char** argv, int first) {
   Listener listener(server_options.host, server_options.port);
   LoadedModel loaded = load_model(args, /*need_tokenizer=*/true);
   const Tokenizer& tokenizer = *loaded.tokenizer;
-  if (engine_options.speculative) {
-    SpeculativeConfig& speculative = *engine_options.speculative;
-    load_draft_model(speculative, tokenizer, loaded.model->vocab_size(), draft_model_options(args),
-                     &loaded.threads());
-    if (speculative.draft) warn_unused_tensors(speculative.model, *speculative.draft);
-  }
+  if (engine_options.speculative) load_draft(*engine_options.speculative, loaded, args);
   const std::optional<ChatTemplate> chat_template =
       load_chat_template(dir, args.value("chat-template"));
 

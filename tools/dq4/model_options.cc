@@ -61,6 +61,12 @@ void warn_unused_tensors(const std::string& dir, const Model& model) {
                  unused_tensor_list(unused).c_str());
 }
 
+void load_draft(SpeculativeConfig& speculative, LoadedModel& target, const Args& args) {
+  load_draft_model(speculative, *target.tokenizer, target.model->vocab_size(),
+                   draft_model_options(args), &target.threads());
+  if (speculative.draft) warn_unused_tensors(speculative.model, *speculative.draft);
+}
+
 LoadedModel load_model(const Args& args, bool need_tokenizer, bool quiet) {
   const std::string dir = args.value("model");
   if (dir.empty()) throw Error("missing option --model (-m DIR)");

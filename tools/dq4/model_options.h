@@ -6,6 +6,7 @@
 #include <string>
 
 #include "args.h"
+#include "dq4/engine/speculation.h"
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/model/model.h"
 #include "dq4/tokenizer/tokenizer.h"
@@ -33,6 +34,11 @@ ModelOptions draft_model_options(const Args& args);
 
 // "N checkpoint tensor(s) ... : a, b, ... and M more": the count of `unused` and the first few.
 std::string unused_tensor_list(const std::vector<std::string>& unused);
+
+// Loads the draft model `speculative` names, if it names one, for `target` (its tokenizer and
+// vocabulary checked; --activations and --quantize-dense as for the target), with
+// warn_unused_tensors().
+void load_draft(SpeculativeConfig& speculative, LoadedModel& target, const Args& args);
 
 // Prints a warning on stderr naming the checkpoint tensors `model` loaded from `dir` left unused,
 // if any: such a tensor is often a part of the model its architecture does not run, and the
