@@ -12,9 +12,14 @@
 //                        multiplied-added into the f32 accumulators with the group's scales,
 //                        four groups per pass over the accumulators
 //   dots_stored_fold     both, in the kernel's order: four groups stored, then one fold pass
+//   loads                the tile loads alone (two A and two B tiles per group)
+//   stores               the four TILESTORED per group alone
+//   loads_stores         both, no TDPBSSD
 //
 // Where dots_stored_fold is close to dots_stored + fold, the unit does not overlap the tile work
-// with the vector epilogue, and the groupwise kernel's floor is that sum.
+// with the vector epilogue, and the groupwise kernel's floor is that sum. The last three show
+// what the tile data movement alone costs: tile loads and stores go through L1 a line at a time,
+// and the stores of each group's sums (1 KiB per unit) do not overlap the TDPBSSD that make them.
 
 #include <benchmark/benchmark.h>
 
@@ -56,13 +61,17 @@ void configure_tiles() {
 
 __attribute__((target("amx-tile"))) void release_tiles() { _tile_release(); }
 
-__attribute__((target("amx-tile,amx-int8"))) inline void load_and_dot(const Operands& o, int rb,
-                                                                      int g) {
+__attribute__((target("amx-tile"))) inline void load_operands(const Operands& o, int rb, int g) {
   __asm__ volatile("" ::: "memory");
   _tile_loadd(4, o.a[rb][g][0], 32);
   _tile_loadd(5, o.a[rb][g][1], 32);
   _tile_loadd(6, o.b[g][0], 64);
   _tile_loadd(7, o.b[g][1], 64);
+}
+
+__attribute__((target("amx-tile,amx-int8"))) inline void load_and_dot(const Operands& o, int rb,
+                                                                      int g) {
+  load_operands(o, rb, g);
   _tile_dpbssd(0, 4, 6);
   _tile_dpbssd(1, 4, 7);
   _tile_dpbssd(2, 5, 6);
@@ -101,14 +110,19 @@ __attribute__((target("avx512f"))) void fold(const Operands& o, int g0, float* a
 }
 #pragma GCC diagnostic pop
 
-enum class Piece { dots, dots_stored, fold, dots_stored_fold };
+enum class Piece { dots, dots_stored, fold, dots_stored_fold, loads, stores, loads_stores };
 
 template <Piece kPiece>
 void run_pass(Operands& o) {
   for (int rb = 0; rb < kRowBlocks; ++rb) {
     if constexpr (kPiece == Piece::dots) zero_sums();
     for (int g = 0; g < kGroups; ++g) {
-      if constexpr (kPiece != Piece::fold) {
+      if constexpr (kPiece == Piece::loads || kPiece == Piece::loads_stores)
+        load_operands(o, rb, g);
+      if constexpr (kPiece == Piece::stores || kPiece == Piece::loads_stores)
+        store_sums(o.sums[g % kBatch]);
+      if constexpr (kPiece == Piece::dots || kPiece == Piece::dots_stored ||
+                    kPiece == Piece::dots_stored_fold) {
         if constexpr (kPiece != Piece::dots) zero_sums();
         load_and_dot(o, rb, g);
         if constexpr (kPiece != Piece::dots) store_sums(o.sums[g % kBatch]);
@@ -145,6 +159,9 @@ BENCHMARK(unit_cost<Piece::dots>)->Name("dots");
 BENCHMARK(unit_cost<Piece::dots_stored>)->Name("dots_stored");
 BENCHMARK(unit_cost<Piece::fold>)->Name("fold");
 BENCHMARK(unit_cost<Piece::dots_stored_fold>)->Name("dots_stored_fold");
+BENCHMARK(unit_cost<Piece::loads>)->Name("loads");
+BENCHMARK(unit_cost<Piece::stores>)->Name("stores");
+BENCHMARK(unit_cost<Piece::loads_stores>)->Name("loads_stores");
 
 }  // namespace
 #endif
