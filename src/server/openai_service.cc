@@ -196,10 +196,13 @@ ChatOutputOptions OpenAiService::chat_output(ChatRequest& chat, const std::strin
                           "with '" +
                               chat.fields.constraint->param + "'");
       try {
-        chat.fields.constraint = OutputConstraint{{constrain::ConstraintSpec::Kind::grammar,
-                                                   tool_call_grammar(output.tools, chat.tools),
-                                                   {}},
-                                                  "tools"};
+        // Filled field by field: GCC 12 warns of a maybe-uninitialized string in the nested
+        // aggregate temporary the braced form builds.
+        OutputConstraint tools_constraint;
+        tools_constraint.spec.kind = constrain::ConstraintSpec::Kind::grammar;
+        tools_constraint.spec.text = tool_call_grammar(output.tools, chat.tools);
+        tools_constraint.param = "tools";
+        chat.fields.constraint = std::move(tools_constraint);
       } catch (const constrain::ConstraintError& e) {
         throw bad_request("tools", std::string("'tools' cannot be used: ") + e.what());
       }
