@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../src/kernels/amx/tile_model.h"
+#include "../src/kernels/w4a8/kernel.h"
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/kernels/w4a8.h"
 #include "w4a8_test_support.h"
@@ -55,6 +56,24 @@ TEST(W4A8Amx, TakesTheTilesBackFromOtherCodeOnTheThread) {
   EXPECT_EQ(test::run_w4a8(c, d, *model, pool), first);
   pool.run(1, [](int64_t) { amx::TileModel::current().release(); });
   EXPECT_EQ(test::run_w4a8(c, d, *model, pool), first);
+}
+
+// Where a call goes is seen in the scratch it asks for: on the tiles, its rows' tile-order copy;
+// handed to avx512_vnni, what that kernel asks for. The crossovers (docs/kernels.md): 8 rows
+// channelwise and for groups of a multiple of 128, 12 for other multiples of 64, 16 for 32.
+TEST(W4A8Amx, TakesDecodeBatchesFromItsGroupSizesCrossover) {
+  const w4a8::Kernel* amx = w4a8::family().find("amx");
+  const w4a8::Kernel* vnni = w4a8::family().find("avx512_vnni");
+  ASSERT_NE(amx, nullptr);
+  ASSERT_NE(vnni, nullptr);
+  for (const auto& [group, first_on_tiles] :
+       {std::pair{0, 8}, {128, 8}, {256, 8}, {64, 12}, {192, 12}, {32, 16}, {96, 16}}) {
+    const w4a8::Layout l = w4a8::make_layout(512, 3072, group, amx->nr);
+    for (int64_t rows = 1; rows <= 32; ++rows) {
+      const bool on_tiles = amx->scratch_bytes(l, rows) != vnni->scratch_bytes(l, rows);
+      EXPECT_EQ(on_tiles, rows >= first_on_tiles) << "group " << group << ", " << rows << " rows";
+    }
+  }
 }
 
 // Shapes the shared list (kernel_exact_test.cc) leaves to its M >= 16 rows alone: K over several

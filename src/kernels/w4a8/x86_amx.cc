@@ -165,11 +165,16 @@ struct Avx512Simd {
   }
 };
 
-// The fewest rows a call runs on the tiles. Tiles have 16 rows: below a full A tile the unit runs
-// partly empty, and decode batches are bound by the weights' read, where the VNNI kernel streams
-// the packed nibbles directly. Measured (docs/kernels.md): the crossover with avx512_vnni, the
-// same at every group size.
-constexpr int64_t kMinRows = 16;
+// The fewest rows a call runs on the tiles. Tiles have 16 rows: with fewer the unit runs partly
+// empty while every group's sums still leave it through a tile store, where the VNNI kernel
+// streams the packed nibbles directly. The fewer stores per k a group size needs, the fewer rows
+// pay: the crossovers with avx512_vnni, measured (docs/kernels.md), are 8 rows channelwise and
+// for groups of a multiple of 128, 12 for other multiples of 64, 16 for groups of 32 (half-deep
+// tiles).
+int64_t min_rows(const Layout& l) {
+  if (l.channelwise || l.group % 128 == 0) return 8;
+  return l.group % 64 == 0 ? 12 : 16;
+}
 
 int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layout& l,
                  const QuantizedLhs& lhs) {
@@ -178,15 +183,15 @@ int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layo
 
 void run(const Layout& l, const uint8_t* packed, const QuantizedLhs& lhs, int64_t m0, int64_t m1,
          int64_t p0, int64_t p1, float* y, int64_t ldy, kernels::Epilogue e, uint8_t* scratch) {
-  if (!amx_w4a8::on_tiles(l, m1 - m0, kMinRows))
+  if (!amx_w4a8::on_tiles(l, m1 - m0, min_rows(l)))
     return kAvx512VnniKernel.run(l, packed, lhs, m0, m1, p0, p1, y, ldy, e, scratch);
   amx_w4a8::run_tiles<HardwareTiles, Avx512Simd>(l, packed, lhs, m0, m1, p0, p1, y, ldy, e,
                                                  scratch);
 }
 
 int64_t scratch_bytes(const Layout& l, int64_t rows) {
-  return amx_w4a8::on_tiles(l, rows, kMinRows) ? amx_w4a8::scratch_size(l, rows)
-                                               : kAvx512VnniKernel.scratch_bytes(l, rows);
+  return amx_w4a8::on_tiles(l, rows, min_rows(l)) ? amx_w4a8::scratch_size(l, rows)
+                                                  : kAvx512VnniKernel.scratch_bytes(l, rows);
 }
 
 // amx_int8 is set only where the OS saves tile state and granted this process its use.
