@@ -25,6 +25,7 @@
 #include "dq4/model/model.h"
 #include "expect_error.h"
 #include "safetensors_writer.h"
+#include "synth_model.h"
 
 namespace dq4::test {
 namespace {
@@ -153,15 +154,6 @@ void write_multimodal(const std::string& from, const std::string& to,
   out_header.append((8 - out_header.size() % 8) % 8, ' ');
   write_file(to + "/model.safetensors",
              safetensors_bytes(out_header, std::vector<uint8_t>(data.begin(), data.end())));
-}
-
-// A tiny synthetic model of `preset` in F32 under `scratch`; its directory.
-std::string synth_f32(const ScratchDir& scratch, const std::string& preset) {
-  SynthOptions s = synth_preset(preset);
-  s.dtype = Dtype::F32;
-  s.output_dir = scratch.file(preset);
-  write_synthetic_model(s);
-  return s.output_dir;
 }
 
 // transformers 5 writes Gemma 3's rope as rope_parameters per layer type (rope_theta,

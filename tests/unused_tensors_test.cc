@@ -15,17 +15,10 @@
 #include "dq4/model/architecture.h"
 #include "dq4/model/model.h"
 #include "safetensors_writer.h"
+#include "synth_model.h"
 
 namespace dq4::test {
 namespace {
-
-std::string synth_f32(const ScratchDir& scratch, const std::string& preset) {
-  SynthOptions o = synth_preset(preset);
-  o.dtype = Dtype::F32;
-  o.output_dir = scratch.file(preset);
-  write_synthetic_model(o);
-  return o.output_dir;
-}
 
 std::vector<std::string> unused_after_load(const std::string& dir) {
   return Model::load(dir)->load_report().unused_tensors;
