@@ -237,7 +237,9 @@ TEST(Synth, TinyPresetsCarryTheirArchitecture) {
     const bool granite4 = name.starts_with("tiny-granite4");
     EXPECT_EQ(ckpt.find("model.layers.1.shared_mlp.input_linear.weight") != nullptr,
               granite4 || name == "tiny-granitemoe-shared");
-    if (name == "tiny-granite4-moe") EXPECT_EQ(c.num_experts, 8);
+    if (name == "tiny-granite4-moe") {
+      EXPECT_EQ(c.num_experts, 8);
+    }
     EXPECT_EQ(ckpt.find("model.layers.1.mlp.up_proj.weight") == nullptr,
               granite4 || phi3 || name == "tiny-glm4" || c.num_experts > 0);
     EXPECT_EQ(c.shared_intermediate_size, o.config.shared_intermediate_size);
