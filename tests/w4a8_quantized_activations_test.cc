@@ -119,6 +119,34 @@ TEST(W4A8QuantizedActivations, RowsAreWhatQuantizeRowReturns) {
   }
 }
 
+// Every quantizer finds a NaN or an infinity wherever it sits in a row: in the vector loops' body,
+// in their tail, next to the end of a row of any length, and names the first row holding one.
+TEST(W4A8QuantizedActivations, EveryKernelFindsANonFiniteValueAnywhere) {
+  const float bad_values[] = {std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity()};
+  int checked = 0;
+  for (const w4a8::Kernel* kernel : runnable_kernels())
+    for (int64_t k : {1, 15, 33, 64, 100, 200}) {
+      const W4A8Case c{3, 16, k, 0};
+      W4A8Data d = make_data(c);
+      for (int64_t at = 0; at < k; ++at)
+        for (float bad : bad_values) {
+          const float kept = d.x[1 * d.ldx + at];
+          d.x[1 * d.ldx + at] = bad;
+          d.x[2 * d.ldx + (k - 1 - at)] = bad;
+          w4a8::QuantizedActivations x;
+          expect_error(
+              [&] { w4a8::quantize_activations(d.x.data(), 3, k, d.ldx, x, nullptr, 0, kernel); },
+              "activation row 1 holds a NaN or infinite value");
+          d.x[1 * d.ldx + at] = kept;
+          d.x[2 * d.ldx + (k - 1 - at)] = 0.5f;
+          ++checked;
+        }
+    }
+  EXPECT_GT(checked, 1000);
+}
+
 TEST(W4A8QuantizedActivations, BadArgumentsAreClearErrors) {
   const W4A8Case c{3, 16, 64, 32};
   W4A8Data d = make_data(c);

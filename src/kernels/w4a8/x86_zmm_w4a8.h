@@ -35,51 +35,101 @@ constexpr int kStreamedRows = 5;
 // rounded to nearest even by the add, then truncated. Exact for every float: below 0.5 from an
 // integer the sum stays below the next one; at 0.5 exactly it rounds up to it.
 inline __m512i round_half_away(__m512 v) {
-  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN));
-  const __m512 below_half =
-      _mm512_castsi512_ps(_mm512_or_si512(_mm512_set1_epi32(0x3effffff), sign));
-  return _mm512_cvttps_epi32(_mm512_add_ps(v, below_half));
+  const __m512i below_half = _mm512_ternarylogic_epi32(  // (v & sign) | 0x3effffff
+      _mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN), _mm512_set1_epi32(0x3effffff), 0xEA);
+  return _mm512_cvttps_epi32(_mm512_add_ps(v, _mm512_castsi512_ps(below_half)));
 }
 
 inline __mmask16 tail_mask(int64_t remaining) {
+  if (remaining <= 0) return 0;
   return remaining >= 16 ? __mmask16(0xffff) : __mmask16((1u << remaining) - 1);
+}
+
+// The row's min and max with 0 (which row_quant_params adds anyway, so the lanes past k, loaded as
+// 0, change nothing), and whether it holds a NaN or an infinity (v * 0 is NaN only for those).
+// Four independent sets, so that the min/max latency does not bound the loop.
+inline bool row_range(const float* row, int64_t k, float* row_min, float* row_max) {
+  __m512 vmin[4], vmax[4], nan_if_bad[4];
+  for (int i = 0; i < 4; ++i) vmin[i] = vmax[i] = nan_if_bad[i] = _mm512_setzero_ps();
+  const __m512 zero = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 64 <= k; j += 64)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m512 v = _mm512_loadu_ps(row + j + 16 * i);
+      vmin[i] = _mm512_min_ps(vmin[i], v);
+      vmax[i] = _mm512_max_ps(vmax[i], v);
+      nan_if_bad[i] = _mm512_fmadd_ps(v, zero, nan_if_bad[i]);
+    }
+  for (; j < k; j += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(tail_mask(k - j), row + j);
+    vmin[0] = _mm512_min_ps(vmin[0], v);
+    vmax[0] = _mm512_max_ps(vmax[0], v);
+    nan_if_bad[0] = _mm512_fmadd_ps(v, zero, nan_if_bad[0]);
+  }
+  const __m512 bad = _mm512_add_ps(_mm512_add_ps(nan_if_bad[0], nan_if_bad[1]),
+                                   _mm512_add_ps(nan_if_bad[2], nan_if_bad[3]));
+  if (_mm512_cmp_ps_mask(bad, bad, _CMP_UNORD_Q) != 0) return false;
+  *row_min = _mm512_reduce_min_ps(
+      _mm512_min_ps(_mm512_min_ps(vmin[0], vmin[1]), _mm512_min_ps(vmin[2], vmin[3])));
+  *row_max = _mm512_reduce_max_ps(
+      _mm512_max_ps(_mm512_max_ps(vmax[0], vmax[1]), _mm512_max_ps(vmax[2], vmax[3])));
+  return true;
+}
+
+// 64 values from x[0..) quantized to int8 in k order, those from `valid` on (< 64) zero: rounded
+// as int32, narrowed to int16 (exact: |round(v * mul)| <= 256), the zero point added in int16
+// (exact), then narrowed to int8 with saturation, which is the clamp to [-128, 127]. The packs
+// interleave 128-bit lanes; one dword permutation restores k order.
+inline __m512i quantize64(const float* x, int64_t valid, __m512 mul, __m512i zp16) {
+  __m512i r[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const __m512 v = valid >= 64 ? _mm512_loadu_ps(x + 16 * i)
+                                 : _mm512_maskz_loadu_ps(tail_mask(valid - 16 * i), x + 16 * i);
+    r[i] = round_half_away(_mm512_mul_ps(v, mul));
+  }
+  const __m512i low = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), zp16);
+  const __m512i high = _mm512_adds_epi16(_mm512_packs_epi32(r[2], r[3]), zp16);
+  const __m512i lanes = _mm512_packs_epi16(low, high);
+  const __m512i q = _mm512_permutexvar_epi32(
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), lanes);
+  if (valid >= 64) return q;
+  return _mm512_maskz_mov_epi8(_cvtu64_mask64(~0ull >> (64 - valid)), q);
+}
+
+// The sums of the two 32-value blocks of q (int8), in dwords 0 and 1.
+inline __m128i block_sums(__m512i q) {
+  __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), q);
+  s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_BADC));
+  s = _mm512_add_epi32(s, _mm512_shuffle_epi32(s, _MM_PERM_CDAB));  // 128-bit lane sums
+  s = _mm512_add_epi32(s, _mm512_shuffle_i32x4(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_set1_epi64(int64_t{8} << 32), s));
 }
 
 inline int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layout& l,
                         const QuantizedLhs& lhs) {
-  const __m512 finite_limit = _mm512_set1_ps(FLT_MAX);
   for (int64_t m = m0; m < m1; ++m) {
     const float* row = x + m * ldx;
-    __m512 vmin = _mm512_set1_ps(FLT_MAX), vmax = _mm512_set1_ps(-FLT_MAX);
-    __mmask16 non_finite = 0;
-    for (int64_t k = 0; k < l.k; k += 16) {
-      const __mmask16 mask = tail_mask(l.k - k);
-      const __m512 v = _mm512_maskz_loadu_ps(mask, row + k);
-      non_finite |= _mm512_mask_cmp_ps_mask(mask, _mm512_abs_ps(v), finite_limit, _CMP_NLE_UQ);
-      vmin = _mm512_mask_min_ps(vmin, mask, vmin, v);
-      vmax = _mm512_mask_max_ps(vmax, mask, vmax, v);
-    }
-    if (non_finite != 0) return m;
-    const RowQuantParams p =
-        row_quant_params(_mm512_reduce_min_ps(vmin), _mm512_reduce_max_ps(vmax));
+    float row_min, row_max;
+    if (!row_range(row, l.k, &row_min, &row_max)) return m;
+    const RowQuantParams p = row_quant_params(row_min, row_max);
     const __m512 mul = _mm512_set1_ps(p.mul);
-    const __m512i zp = _mm512_set1_epi32(p.zp);
-    const __m512i qmin = _mm512_set1_epi32(-128), qmax = _mm512_set1_epi32(127);
+    const __m512i zp16 = _mm512_set1_epi16(static_cast<int16_t>(p.zp));
     int8_t* q = lhs.q + m * lhs.ldq;
-    for (int64_t g = 0; g < l.groups; ++g) {
-      __m512i sum = _mm512_setzero_si512();
-      for (int64_t k = l.group_begin(g); k < l.group_end(g); k += 16) {
-        const __mmask16 mask = tail_mask(l.group_end(g) - k);
-        const __m512 v = _mm512_maskz_loadu_ps(mask, row + k);
-        __m512i qi = _mm512_add_epi32(round_half_away(_mm512_mul_ps(v, mul)), zp);
-        qi = _mm512_min_epi32(_mm512_max_epi32(qi, qmin), qmax);
-        qi = _mm512_maskz_mov_epi32(mask, qi);
-        sum = _mm512_add_epi32(sum, qi);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + k), _mm512_cvtepi32_epi8(qi));
+    int32_t* sums = lhs.asum + m * lhs.groups;
+    // kp is a multiple of 32 and each block of 32 is a group (or the only one, k <= 32).
+    for (int64_t k = 0; k < l.kp; k += 64) {
+      const __m512i values = quantize64(row + k, l.k - k, mul, zp16);
+      const __m128i block = block_sums(values);
+      if (l.kp - k >= 64) {
+        _mm512_storeu_si512(q + k, values);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(sums + k / 32), block);
+      } else {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k), _mm512_castsi512_si256(values));
+        sums[k / 32] = _mm_cvtsi128_si32(block);
       }
-      lhs.asum[m * lhs.groups + g] = _mm512_reduce_add_epi32(sum);
     }
-    std::memset(q + l.k, 0, static_cast<size_t>(l.kp - l.k));
     lhs.recip[m] = p.recip;
     lhs.zp[m] = p.zp;
   }
