@@ -33,67 +33,97 @@ inline __m256i round_half_away(__m256 v) {
   return _mm256_cvttps_epi32(_mm256_add_ps(v, below_half));
 }
 
+// The 8 floats from x[0..) of which the first `valid` (may be <= 0) are read, the rest 0.
+inline __m256 load_first(const float* x, int64_t valid) {
+  if (valid >= 8) return _mm256_loadu_ps(x);
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lanes);
+  return _mm256_maskload_ps(x, mask);
+}
+
+// The row's min and max with 0 (which row_quant_params adds anyway, so the lanes past k, loaded as
+// 0, change nothing), and whether it holds a NaN or an infinity (v * 0 is NaN only for those).
+// Four independent sets, so that the min/max latency does not bound the loop.
+inline bool row_range(const float* row, int64_t k, float* row_min, float* row_max) {
+  __m256 vmin[4], vmax[4], nan_if_bad[4];
+  for (int i = 0; i < 4; ++i) vmin[i] = vmax[i] = nan_if_bad[i] = _mm256_setzero_ps();
+  const __m256 zero = _mm256_setzero_ps();
+  for (int64_t j = 0; j < k; j += 32)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const __m256 v = j + 32 <= k ? _mm256_loadu_ps(row + j + 8 * i)
+                                   : load_first(row + j + 8 * i, k - j - 8 * i);
+      vmin[i] = _mm256_min_ps(vmin[i], v);
+      vmax[i] = _mm256_max_ps(vmax[i], v);
+      nan_if_bad[i] = _mm256_fmadd_ps(v, zero, nan_if_bad[i]);
+    }
+  const __m256 bad = _mm256_add_ps(_mm256_add_ps(nan_if_bad[0], nan_if_bad[1]),
+                                   _mm256_add_ps(nan_if_bad[2], nan_if_bad[3]));
+  if (_mm256_movemask_ps(_mm256_cmp_ps(bad, bad, _CMP_UNORD_Q)) != 0) return false;
+  float lanes_min[8], lanes_max[8];
+  _mm256_storeu_ps(lanes_min,
+                   _mm256_min_ps(_mm256_min_ps(vmin[0], vmin[1]), _mm256_min_ps(vmin[2], vmin[3])));
+  _mm256_storeu_ps(lanes_max,
+                   _mm256_max_ps(_mm256_max_ps(vmax[0], vmax[1]), _mm256_max_ps(vmax[2], vmax[3])));
+  *row_min = *row_max = 0.0f;
+  for (int i = 0; i < 8; ++i) {
+    *row_min = lanes_min[i] < *row_min ? lanes_min[i] : *row_min;
+    *row_max = lanes_max[i] > *row_max ? lanes_max[i] : *row_max;
+  }
+  return true;
+}
+
+// 32 values from x[0..) quantized to int8 in k order, those from `valid` on (< 32) zero: rounded
+// as int32, narrowed to int16 (exact: |round(v * mul)| <= 256), the zero point added in int16
+// (exact), then narrowed to int8 with saturation, which is the clamp to [-128, 127]. The packs
+// interleave the 128-bit lanes; one dword permutation restores k order.
+inline __m256i quantize32(const float* x, int64_t valid, __m256 mul, __m256i zp16) {
+  __m256i r[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)
+    r[i] = round_half_away(_mm256_mul_ps(load_first(x + 8 * i, valid - 8 * i), mul));
+  const __m256i low = _mm256_adds_epi16(_mm256_packs_epi32(r[0], r[1]), zp16);
+  const __m256i high = _mm256_adds_epi16(_mm256_packs_epi32(r[2], r[3]), zp16);
+  const __m256i q = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(low, high),
+                                                _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  if (valid >= 32) return q;
+  const __m256i bytes =
+      _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                       22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+  return _mm256_and_si256(q, _mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(valid)), bytes));
+}
+
+// The sum of a block's 32 int8 values and of those at k % 4 >= 2 (the odd int16 pair sums).
+inline void block_sums(__m256i q, int32_t* total, int32_t* high) {
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+  const __m256i totals = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+  const __m256i highs = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x00010000));
+  __m256i s = _mm256_hadd_epi32(totals, highs);  // per lane: t01 t23 h01 h23
+  s = _mm256_hadd_epi32(s, s);                   // per lane: t h t h
+  const __m128i both = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  *total = _mm_cvtsi128_si32(both);
+  *high = _mm_extract_epi32(both, 1);
+}
+
 inline int64_t quantize(const float* x, int64_t ldx, int64_t m0, int64_t m1, const Layout& l,
                         const QuantizedLhs& lhs) {
-  const __m256 sign_bit = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN));
-  const __m256 finite_limit = _mm256_set1_ps(FLT_MAX);
   for (int64_t m = m0; m < m1; ++m) {
     const float* row = x + m * ldx;
-    __m256 vmin = _mm256_set1_ps(FLT_MAX), vmax = _mm256_set1_ps(-FLT_MAX);
-    __m256 non_finite = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 8 <= l.k; k += 8) {
-      const __m256 v = _mm256_loadu_ps(row + k);
-      non_finite = _mm256_or_ps(
-          non_finite, _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, v), finite_limit, _CMP_NLE_UQ));
-      vmin = _mm256_min_ps(vmin, v);
-      vmax = _mm256_max_ps(vmax, v);
-    }
-    if (_mm256_movemask_ps(non_finite) != 0) return m;
-    float lanes_min[8], lanes_max[8];
-    _mm256_storeu_ps(lanes_min, vmin);
-    _mm256_storeu_ps(lanes_max, vmax);
-    float row_min = FLT_MAX, row_max = -FLT_MAX;
-    for (int i = 0; i < 8; ++i) {
-      row_min = lanes_min[i] < row_min ? lanes_min[i] : row_min;
-      row_max = lanes_max[i] > row_max ? lanes_max[i] : row_max;
-    }
-    for (; k < l.k; ++k) {
-      if (!(row[k] >= -FLT_MAX && row[k] <= FLT_MAX)) return m;
-      row_min = row[k] < row_min ? row[k] : row_min;
-      row_max = row[k] > row_max ? row[k] : row_max;
-    }
+    float row_min, row_max;
+    if (!row_range(row, l.k, &row_min, &row_max)) return m;
     const RowQuantParams p = row_quant_params(row_min, row_max);
     const __m256 mul = _mm256_set1_ps(p.mul);
-    const __m256i zp = _mm256_set1_epi32(p.zp);
-    const __m256i qmin = _mm256_set1_epi32(-128), qmax = _mm256_set1_epi32(127);
+    const __m256i zp16 = _mm256_set1_epi16(static_cast<int16_t>(p.zp));
     int8_t* q = lhs.q + m * lhs.ldq;
-    for (int64_t g = 0; g < l.groups; ++g) {
-      const int64_t end = l.group_end(g);
-      __m256i sum = _mm256_setzero_si256();
-      int64_t kk = l.group_begin(g);
-      for (; kk + 8 <= end; kk += 8) {
-        const __m256 v = _mm256_loadu_ps(row + kk);
-        __m256i qi = _mm256_add_epi32(round_half_away(_mm256_mul_ps(v, mul)), zp);
-        qi = _mm256_min_epi32(_mm256_max_epi32(qi, qmin), qmax);
-        sum = _mm256_add_epi32(sum, qi);
-        const __m128i q16 =
-            _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(q + kk), _mm_packs_epi16(q16, q16));
-      }
-      int32_t lanes[8];  // lane i: the k with k % 8 == i
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), sum);
-      int32_t total = 0, high = lanes[2] + lanes[3] + lanes[6] + lanes[7];  // k % 4 >= 2
-      for (int i = 0; i < 8; ++i) total += lanes[i];
-      for (; kk < end; ++kk) {
-        q[kk] = quantize_value(row[kk], p);
-        total += q[kk];
-        if (kk % 4 >= 2) high += q[kk];
-      }
-      lhs.asum[m * lhs.groups + g] = total;
-      lhs.block_lane_corrections[m * lhs.groups + g] = lane_correction(total, high);
+    // kp is a multiple of 32 and each block of 32 is a group (or the only one, k <= 32).
+    for (int64_t k = 0, g = m * lhs.groups; k < l.kp; k += 32, ++g) {
+      const __m256i values = quantize32(row + k, l.k - k, mul, zp16);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k), values);
+      int32_t total, high;
+      block_sums(values, &total, &high);
+      lhs.asum[g] = total;
+      lhs.block_lane_corrections[g] = lane_correction(total, high);
     }
-    std::memset(q + l.k, 0, static_cast<size_t>(l.kp - l.k));
     lhs.recip[m] = p.recip;
     lhs.zp[m] = p.zp;
   }
