@@ -1,10 +1,14 @@
-// Google Benchmark microbenchmarks of w4a8::pack() and w4a8::matmul(), registered from one list
-// of cases. Weights stay hot in the caches here (each benchmark reuses one packed copy); for
-// DRAM-cold weights and ratios to the machine's limits, run `dq4 bench kernels`.
+// Google Benchmark microbenchmarks of w4a8::pack(), w4a8::matmul() and the activation
+// quantization, registered from one list of cases. Weights and activations stay hot in the
+// caches here (each benchmark reuses one copy); for DRAM-cold weights and ratios to the machine's
+// limits, run `dq4 bench kernels`.
 //
 //   pack/<source>/NxK/g<G>/threads:<T>   bytes/s of checkpoint input (int8 values or int32-packed
 //                                        nibbles, plus scales); GB_per_thread: per thread, 1e9 B/s
 //   matmul/NxK/g<G>/m:<M>/threads:<T>    GFLOP/s = 2MNK/t, bytes/s of packed weights
+//   quantize/MxK                         w4a8::quantize_activations() of M rows of K (64-byte
+//                                        aligned, as a model's rows are) on one thread with the
+//                                        default kernel's quantizer; bytes/s of f32 input
 
 #include <benchmark/benchmark.h>
 
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "bench/test_weights.h"
+#include "dq4/kernels/aligned_buffer.h"
 #include "dq4/kernels/thread_pool.h"
 #include "dq4/kernels/w4a8.h"
 
@@ -35,6 +40,9 @@ constexpr Case kCases[] = {
     {2048, 8192, 32, 64}, {2048, 8192, 32, 256}, {2048, 8192, 0, 256}, {8192, 2048, 128, 256},
 };
 constexpr int kThreadCounts[] = {1, 2};
+// Activation rows x K of the quantization cases: a decode step, a 16-stream step, prompts.
+constexpr int64_t kQuantizeShapes[][2] = {
+    {1, 2048}, {16, 2048}, {64, 2048}, {512, 2048}, {64, 8192}};
 
 std::string shape_name(const Case& c) {
   return std::to_string(c.n) + "x" + std::to_string(c.k) + "/g" + std::to_string(c.group);
@@ -110,6 +118,20 @@ void bench_matmul(benchmark::State& state, Case c, int threads) {
   state.SetLabel(std::string(dq4::w4a8::family().name(kernel)));
 }
 
+void bench_quantize(benchmark::State& state, int64_t m, int64_t k) {
+  const std::vector<float> values = dq4::cli::bench::random_normal(static_cast<size_t>(m * k), 3);
+  dq4::AlignedBuffer rows(values.size() * sizeof(float));
+  std::copy(values.begin(), values.end(), reinterpret_cast<float*>(rows.data()));
+  const float* x = reinterpret_cast<const float*>(rows.data());
+  dq4::w4a8::QuantizedActivations q;
+  for (auto _ : state) {
+    dq4::w4a8::quantize_activations(x, m, k, k, q, &pool_of(1));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(rows.size()) * state.iterations());
+  state.SetLabel(std::string(dq4::w4a8::family().name(dq4::w4a8::family().default_kernel())));
+}
+
 void register_benchmarks() {
   std::set<std::tuple<int64_t, int64_t, int64_t>> packed_shapes;
   for (const Case& c : kCases) {
@@ -131,6 +153,11 @@ void register_benchmarks() {
                                    bench_matmul, c, threads)
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+  for (const auto& [m, k] : kQuantizeShapes)
+    benchmark::RegisterBenchmark(
+        ("quantize/" + std::to_string(m) + "x" + std::to_string(k)).c_str(), bench_quantize, m, k)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
 }
 
 }  // namespace
