@@ -19,6 +19,7 @@ namespace dq4 {
 namespace {
 
 struct Quantized {
+  int64_t kp = 0, blocks = 0;  // each row's values (k rounded up to 32) and 32-k blocks
   std::vector<int8_t> q;
   std::vector<float> recip;
   std::vector<int32_t> zp, sums, corrections;
@@ -28,6 +29,8 @@ struct Quantized {
 Quantized quantize(const w4a8::Kernel& kernel, const std::vector<float>& x, int64_t m, int64_t k) {
   const w4a8::Layout l = w4a8::make_layout(1, k, k > 32 ? 32 : 0, kernel.nr);
   Quantized out;
+  out.kp = l.kp;
+  out.blocks = l.groups;
   out.q.assign(static_cast<size_t>(m * l.kp), int8_t{99});
   out.recip.assign(static_cast<size_t>(m), -1.0f);
   out.zp.assign(static_cast<size_t>(m), -999);
@@ -84,7 +87,6 @@ TEST(W4A8Quantizer, EveryVariantWritesTheReferencesFields) {
     int64_t m = 0;
     const std::vector<float> x = test_rows(k, &m);
     const Quantized want = quantize(reference, x, m, k);
-    const int64_t kp = (k + 31) / 32 * 32, blocks = kp / 32;
     for (const w4a8::Kernel* kernel : test::runnable_kernels()) {
       const std::string where = std::string(kernel->name) + " k " + std::to_string(k);
       const Quantized got = quantize(*kernel, x, m, k);
@@ -94,9 +96,9 @@ TEST(W4A8Quantizer, EveryVariantWritesTheReferencesFields) {
       EXPECT_EQ(got.sums, want.sums) << where;
       if (kernel->fills_lane_corrections) {
         for (int64_t r = 0; r < m; ++r)
-          for (int64_t b = 0; b < blocks; ++b) {
-            ASSERT_EQ(got.corrections[static_cast<size_t>(r * blocks + b)],
-                      expected_correction(got.q.data() + r * kp + b * 32))
+          for (int64_t b = 0; b < got.blocks; ++b) {
+            ASSERT_EQ(got.corrections[static_cast<size_t>(r * got.blocks + b)],
+                      expected_correction(got.q.data() + r * got.kp + b * 32))
                 << where << " row " << r << " block " << b;
           }
       }

@@ -8,7 +8,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <cstring>
 #include <type_traits>
 

@@ -9,7 +9,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <cstring>
 #include <type_traits>
 
@@ -41,7 +40,6 @@ inline __m512i round_half_away(__m512 v) {
 }
 
 inline __mmask16 tail_mask(int64_t remaining) {
-  if (remaining <= 0) return 0;
   return remaining >= 16 ? __mmask16(0xffff) : __mmask16((1u << remaining) - 1);
 }
 
@@ -80,13 +78,16 @@ inline bool row_range(const float* row, int64_t k, float* row_min, float* row_ma
 // 64 values from x[0..) quantized to int8 in k order, those from `valid` on (< 64) zero: rounded
 // as int32, narrowed to int16 (exact: |round(v * mul)| <= 256), the zero point added in int16
 // (exact), then narrowed to int8 with saturation, which is the clamp to [-128, 127]. The packs
-// interleave 128-bit lanes; one dword permutation restores k order.
+// interleave 128-bit lanes; one dword permutation restores k order. One bit per value masks both
+// the loads (16 bits per vector) and the int8 result.
 inline __m512i quantize64(const float* x, int64_t valid, __m512 mul, __m512i zp16) {
+  const uint64_t present = valid >= 64 ? ~0ull : ~0ull >> (64 - valid);
   __m512i r[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
-    const __m512 v = valid >= 64 ? _mm512_loadu_ps(x + 16 * i)
-                                 : _mm512_maskz_loadu_ps(tail_mask(valid - 16 * i), x + 16 * i);
+    const __m512 v = valid >= 64
+                         ? _mm512_loadu_ps(x + 16 * i)
+                         : _mm512_maskz_loadu_ps(__mmask16(present >> (16 * i)), x + 16 * i);
     r[i] = round_half_away(_mm512_mul_ps(v, mul));
   }
   const __m512i low = _mm512_adds_epi16(_mm512_packs_epi32(r[0], r[1]), zp16);
@@ -94,8 +95,7 @@ inline __m512i quantize64(const float* x, int64_t valid, __m512 mul, __m512i zp1
   const __m512i lanes = _mm512_packs_epi16(low, high);
   const __m512i q = _mm512_permutexvar_epi32(
       _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), lanes);
-  if (valid >= 64) return q;
-  return _mm512_maskz_mov_epi8(_cvtu64_mask64(~0ull >> (64 - valid)), q);
+  return valid >= 64 ? q : _mm512_maskz_mov_epi8(_cvtu64_mask64(present), q);
 }
 
 // The sums of the two 32-value blocks of q (int8), in dwords 0 and 1.
