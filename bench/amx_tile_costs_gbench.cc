@@ -15,11 +15,23 @@
 //   loads                the tile loads alone (two A and two B tiles per group)
 //   stores               the four TILESTORED per group alone
 //   loads_stores         both, no TDPBSSD
+//   dots_stored_fold_apart  dots_stored_fold with the fold reading sums no tile store wrote
+//   products             TDPBSSD alone, on operands loaded once per row block
+//   vector               register-only vector work, as many FMAs per group as the fold has
+//                        operations (no loads or stores), on eight independent chains
+//   products_vector      products with that work after each group's TDPBSSD
+//   dots_vector          dots with it
+//   loads_vector         loads with it
+//   stores_vector        stores with it
 //
 // Where dots_stored_fold is close to dots_stored + fold, the unit does not overlap the tile work
-// with the vector epilogue, and the groupwise kernel's floor is that sum. The last three show
+// with the vector epilogue, and the groupwise kernel's floor is that sum. The next three show
 // what the tile data movement alone costs: tile loads and stores go through L1 a line at a time,
 // and the stores of each group's sums (1 KiB per unit) do not overlap the TDPBSSD that make them.
+// The last seven tell a dependency apart from the core: vector work with no tie to the tiles'
+// memory runs beside TDPBSSD (products_vector near products) but adds its time to tile loads and
+// stores (loads_vector, stores_vector, dots_vector near the sums), so no reordering of the fold
+// lets it hide behind the tile work around it.
 
 #include <benchmark/benchmark.h>
 
@@ -46,6 +58,8 @@ struct Operands {
   alignas(64) int32_t sums[kBatch][32 * 32];
   alignas(64) float acc[kRowBlocks][32 * 32];
   alignas(64) float scales[kGroups][32];
+  alignas(64) int32_t apart[kBatch][32 * 32];  // sums no tile store writes
+  alignas(64) float sink[8][16];               // where the vector work's chains end
 };
 
 // tmm0..3 16 x 16 int32, tmm4/5 16 rows x 32 bytes, tmm6/7 8 rows x 64 bytes.
@@ -69,13 +83,17 @@ __attribute__((target("amx-tile"))) inline void load_operands(const Operands& o,
   _tile_loadd(7, o.b[g][1], 64);
 }
 
-__attribute__((target("amx-tile,amx-int8"))) inline void load_and_dot(const Operands& o, int rb,
-                                                                      int g) {
-  load_operands(o, rb, g);
+__attribute__((target("amx-tile,amx-int8"))) inline void dot() {
   _tile_dpbssd(0, 4, 6);
   _tile_dpbssd(1, 4, 7);
   _tile_dpbssd(2, 5, 6);
   _tile_dpbssd(3, 5, 7);
+}
+
+__attribute__((target("amx-tile,amx-int8"))) inline void load_and_dot(const Operands& o, int rb,
+                                                                      int g) {
+  load_operands(o, rb, g);
+  dot();
 }
 
 __attribute__((target("amx-tile,amx-int8"))) inline void zero_sums() {
@@ -97,44 +115,92 @@ __attribute__((target("amx-tile"))) inline void store_sums(int32_t* out) {
 // ISA comes from a target attribute rather than the file's flags.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
-__attribute__((target("avx512f"))) void fold(const Operands& o, int g0, float* acc) {
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f"))) void fold(const int32_t (&sums)[kBatch][32 * 32],
+                                             const Operands& o, int g0, float* acc) {
   for (int r = 0; r < 32; ++r)
     for (int j = 0; j < 2; ++j) {
       float* at = acc + r * 32 + 16 * j;
       __m512 sum = _mm512_load_ps(at);
       for (int i = 0; i < kBatch; ++i)
-        sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(o.sums[i] + r * 32 + 16 * j)),
+        sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(sums[i] + r * 32 + 16 * j)),
                               _mm512_loadu_ps(o.scales[g0 + i] + 16 * j), sum);
       _mm512_store_ps(at, sum);
     }
 }
-#pragma GCC diagnostic pop
 
-enum class Piece { dots, dots_stored, fold, dots_stored_fold, loads, stores, loads_stores };
+// A group's share of the fold's vector operations (a convert and an fma per 16 sums of each of
+// its four units: 128) as FMAs on eight chains held in registers.
+struct VectorWork {
+  __m512 chain[8];
+};
+
+__attribute__((target("avx512f"))) inline void vector_work(VectorWork& v) {
+  const __m512 scale = _mm512_set1_ps(0.5f), add = _mm512_set1_ps(1.0f);
+  for (int i = 0; i < kUnitsPerGroup * 32 / 8; ++i)
+    for (__m512& c : v.chain) c = _mm512_fmadd_ps(c, scale, add);
+}
+
+enum class Piece {
+  dots,
+  dots_stored,
+  fold,
+  dots_stored_fold,
+  loads,
+  stores,
+  loads_stores,
+  dots_stored_fold_apart,
+  products,
+  vector,
+  products_vector,
+  dots_vector,
+  loads_vector,
+  stores_vector
+};
 
 template <Piece kPiece>
-void run_pass(Operands& o) {
+__attribute__((target("avx512f,amx-tile,amx-int8"))) void run_pass(Operands& o) {
+  VectorWork v;
+  for (__m512& c : v.chain) c = _mm512_setzero_ps();
+  constexpr bool kDots = kPiece == Piece::dots || kPiece == Piece::dots_vector;
+  constexpr bool kProducts = kPiece == Piece::products || kPiece == Piece::products_vector;
+  constexpr bool kStoredDots = kPiece == Piece::dots_stored || kPiece == Piece::dots_stored_fold ||
+                               kPiece == Piece::dots_stored_fold_apart;
+  constexpr bool kLoads =
+      kPiece == Piece::loads || kPiece == Piece::loads_stores || kPiece == Piece::loads_vector;
+  constexpr bool kStores =
+      kPiece == Piece::stores || kPiece == Piece::loads_stores || kPiece == Piece::stores_vector;
+  constexpr bool kVector = kPiece == Piece::vector || kPiece == Piece::products_vector ||
+                           kPiece == Piece::dots_vector || kPiece == Piece::loads_vector ||
+                           kPiece == Piece::stores_vector;
   for (int rb = 0; rb < kRowBlocks; ++rb) {
-    if constexpr (kPiece == Piece::dots) zero_sums();
+    if constexpr (kDots || kProducts) zero_sums();
+    if constexpr (kProducts) load_operands(o, rb, 0);
     for (int g = 0; g < kGroups; ++g) {
-      if constexpr (kPiece == Piece::loads || kPiece == Piece::loads_stores)
-        load_operands(o, rb, g);
-      if constexpr (kPiece == Piece::stores || kPiece == Piece::loads_stores)
-        store_sums(o.sums[g % kBatch]);
-      if constexpr (kPiece == Piece::dots || kPiece == Piece::dots_stored ||
-                    kPiece == Piece::dots_stored_fold) {
-        if constexpr (kPiece != Piece::dots) zero_sums();
+      if constexpr (kProducts) dot();
+      if constexpr (kLoads) load_operands(o, rb, g);
+      if constexpr (kStores) store_sums(o.sums[g % kBatch]);
+      if constexpr (kDots || kStoredDots) {
+        if constexpr (kStoredDots) zero_sums();
         load_and_dot(o, rb, g);
-        if constexpr (kPiece != Piece::dots) store_sums(o.sums[g % kBatch]);
+        if constexpr (kStoredDots) store_sums(o.sums[g % kBatch]);
       }
-      if constexpr (kPiece == Piece::fold || kPiece == Piece::dots_stored_fold)
-        if (g % kBatch == kBatch - 1) fold(o, g - (kBatch - 1), o.acc[rb]);
+      if constexpr (kVector) vector_work(v);
+      if (g % kBatch == kBatch - 1) {
+        if constexpr (kPiece == Piece::fold || kPiece == Piece::dots_stored_fold)
+          fold(o.sums, o, g - (kBatch - 1), o.acc[rb]);
+        if constexpr (kPiece == Piece::dots_stored_fold_apart)
+          fold(o.apart, o, g - (kBatch - 1), o.acc[rb]);
+      }
     }
-    if constexpr (kPiece == Piece::dots) store_sums(o.sums[0]);
+    if constexpr (kDots || kProducts) store_sums(o.sums[0]);
   }
+  for (int i = 0; i < 8; ++i) _mm512_store_ps(o.sink[i], v.chain[i]);
+  benchmark::DoNotOptimize(o.sink[0][0]);
   benchmark::DoNotOptimize(o.acc[0][0]);
   benchmark::DoNotOptimize(o.sums[0][0]);
 }
+#pragma GCC diagnostic pop
 
 template <Piece kPiece>
 void unit_cost(benchmark::State& state) {
@@ -162,6 +228,13 @@ BENCHMARK(unit_cost<Piece::dots_stored_fold>)->Name("dots_stored_fold");
 BENCHMARK(unit_cost<Piece::loads>)->Name("loads");
 BENCHMARK(unit_cost<Piece::stores>)->Name("stores");
 BENCHMARK(unit_cost<Piece::loads_stores>)->Name("loads_stores");
+BENCHMARK(unit_cost<Piece::dots_stored_fold_apart>)->Name("dots_stored_fold_apart");
+BENCHMARK(unit_cost<Piece::products>)->Name("products");
+BENCHMARK(unit_cost<Piece::vector>)->Name("vector");
+BENCHMARK(unit_cost<Piece::products_vector>)->Name("products_vector");
+BENCHMARK(unit_cost<Piece::dots_vector>)->Name("dots_vector");
+BENCHMARK(unit_cost<Piece::loads_vector>)->Name("loads_vector");
+BENCHMARK(unit_cost<Piece::stores_vector>)->Name("stores_vector");
 
 }  // namespace
 #endif
