@@ -28,10 +28,10 @@
 // with the vector epilogue, and the groupwise kernel's floor is that sum. The next three show
 // what the tile data movement alone costs: tile loads and stores go through L1 a line at a time,
 // and the stores of each group's sums (1 KiB per unit) do not overlap the TDPBSSD that make them.
-// The last seven tell a dependency apart from the core: vector work with no tie to the tiles'
-// memory runs beside TDPBSSD (products_vector near products) but adds its time to tile loads and
-// stores (loads_vector, stores_vector, dots_vector near the sums), so no reordering of the fold
-// lets it hide behind the tile work around it.
+// The last seven tell a dependency apart from the core: the fold costs as much when no tile store
+// wrote its sums, and vector work of the fold's size with no tie to the tiles' memory adds its
+// time to TDPBSSD, tile loads and tile stores alike (each *_vector case near the sum of its two
+// parts), so no reordering of the fold lets it hide behind the tile work around it.
 
 #include <benchmark/benchmark.h>
 
