@@ -195,8 +195,10 @@ __attribute__((target("avx512f,amx-tile,amx-int8"))) void run_pass(Operands& o) 
     }
     if constexpr (kDots || kProducts) store_sums(o.sums[0]);
   }
-  for (int i = 0; i < 8; ++i) _mm512_store_ps(o.sink[i], v.chain[i]);
-  benchmark::DoNotOptimize(o.sink[0][0]);
+  if constexpr (kVector) {
+    for (int i = 0; i < 8; ++i) _mm512_store_ps(o.sink[i], v.chain[i]);
+    benchmark::DoNotOptimize(o.sink[0][0]);
+  }
   benchmark::DoNotOptimize(o.acc[0][0]);
   benchmark::DoNotOptimize(o.sums[0][0]);
 }
